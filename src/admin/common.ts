@@ -1,0 +1,135 @@
+import { z } from '../zod';
+import type { Snapshot } from '../catalog/snapshot';
+import type { StoredFilter } from '../db/schema';
+
+/** A problem with one item of a bulk request: the item is skipped and reported (admin §1.4). */
+export class ItemIssue extends Error {
+  constructor(
+    message: string,
+    readonly severity: 'error' | 'warning' = 'error',
+  ) {
+    super(message);
+  }
+}
+
+export interface AdminIssue {
+  severity: 'error' | 'warning';
+  message: string;
+  index?: number;
+  id?: string;
+  userId?: string;
+}
+
+export const iso = (d: Date) => d.toISOString();
+export const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+export const keySchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_-]+$/, 'must match ^[A-Za-z0-9_-]+$');
+export const nameSchema = z.string().min(1).max(255);
+export const descriptionSchema = z.string().max(1000).nullable();
+export const uuidSchema = z.uuid();
+export const badgeSchema = z
+  .object({
+    url: z
+      .string()
+      .max(2048)
+      .refine((u) => isHttpUrl(u), 'must be an absolute http(s) URL'),
+  })
+  .nullable();
+export const dateSchema = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .refine(isValidDate, 'must be a valid calendar date');
+
+export const filterInputSchema = z.object({
+  attributeId: z.uuid(),
+  attributeValue: z.string().min(1).max(255),
+});
+export const filterListSchema = z.array(filterInputSchema).max(20).nullable();
+
+export function isHttpUrl(u: string): boolean {
+  try {
+    const url = new URL(u);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export function isValidDate(d: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) return false;
+  const t = Date.parse(`${d}T00:00:00Z`);
+  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === d;
+}
+
+/** Parses one item; the first zod issue becomes the item's error message. */
+export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.output<S> {
+  const r = schema.safeParse(item);
+  if (r.success) return r.data;
+  const i = r.error.issues[0]!;
+  const where = i.path.length ? i.path.map(String).join('.') : 'item';
+  const input = (i as { input?: unknown }).input;
+  const message =
+    i.code === 'invalid_type' && (input === undefined || input === null)
+      ? `${where} is required`
+      : `${where}: ${i.message}`;
+  throw new ItemIssue(message);
+}
+
+/** Checks filters against the configured attributes of `type`; rejects duplicates and wrong types. */
+export function checkFilters(
+  snap: Snapshot,
+  filters: StoredFilter[] | null | undefined,
+  type: 'user' | 'event',
+  field: string,
+): StoredFilter[] {
+  const list = filters ?? [];
+  const seen = new Set<string>();
+  for (const f of list) {
+    const attr = snap.attributesById.get(f.attributeId);
+    if (!attr) throw new ItemIssue(`${field}: attribute ${f.attributeId} does not exist`);
+    if (attr.type !== type) throw new ItemIssue(`${field}: attribute ${attr.key} is not a ${type} attribute`);
+    if (seen.has(f.attributeId)) throw new ItemIssue(`${field}: attribute ${attr.key} is given twice`);
+    seen.add(f.attributeId);
+  }
+  return list.map((f) => ({ attributeId: f.attributeId, attributeValue: f.attributeValue }));
+}
+
+/** Filters as shown by the admin API: with the attribute key. */
+export function showFilters(snap: Snapshot, filters: StoredFilter[]) {
+  return filters.map((f) => ({
+    attributeId: f.attributeId,
+    attributeKey: snap.attributesById.get(f.attributeId)?.key ?? null,
+    attributeValue: f.attributeValue,
+  }));
+}
+
+/** Postgres unique violation (a duplicate key). */
+export function isUniqueViolation(err: unknown): boolean {
+  return pgCode(err) === '23505';
+}
+
+/** The Postgres SQLSTATE of an error, looking through drizzle's wrapper. */
+export function pgCode(err: unknown): string | undefined {
+  let e = err as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string') return e.code;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+/** Keys stay reserved after deletion, so uniqueness is checked against every row. */
+export function duplicateKey(resource: string): ItemIssue {
+  return new ItemIssue(`A ${resource} with this key already exists`);
+}
+
+/** PATCH rule: an absent field is unchanged; `null` clears nullable fields only. */
+export function rejectNulls(item: Record<string, unknown>, nonNullable: string[]): void {
+  for (const f of nonNullable) {
+    if (f in item && item[f] === null) throw new ItemIssue(`${f} cannot be null`);
+  }
+}

@@ -1,0 +1,127 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import { z } from '../zod';
+import type { MetricRow } from '../catalog/snapshot';
+import type { Deps } from '../deps';
+import { metrics } from '../db/schema';
+import type { BulkResource } from '../http/routes/admin/bulk';
+import { duplicateKey, ItemIssue, iso, isUniqueViolation, keySchema, nameSchema, parseItem, rejectNulls } from './common';
+
+export const AdminMetricSchema = z
+  .object({
+    id: z.uuid(),
+    key: z.string(),
+    name: z.string(),
+    unitType: z.enum(['number', 'currency']),
+    units: z.string().nullable(),
+    created: z.string(),
+    updated: z.string(),
+  })
+  .openapi('AdminMetric');
+
+const unitsSchema = z.string().max(32).nullable();
+
+const createSchema = z
+  .object({
+    name: nameSchema,
+    key: keySchema,
+    unitType: z.enum(['number', 'currency']).nullish(),
+    units: unitsSchema.optional(),
+  })
+  .openapi('AdminMetricCreate');
+
+const updateSchema = z
+  .object({
+    id: z.uuid(),
+    name: nameSchema.optional(),
+    unitType: z.enum(['number', 'currency']).optional(),
+    units: unitsSchema.optional(),
+  })
+  .openapi('AdminMetricUpdate');
+
+function checkUnits(unitType: 'number' | 'currency', units: string | null): void {
+  if (unitType === 'currency' && (units === null || !/^[A-Z]{3}$/.test(units))) {
+    throw new ItemIssue('units must be a three-letter upper-case currency code when unitType is currency');
+  }
+}
+
+export const showMetric = (m: MetricRow) => ({
+  id: m.id,
+  key: m.key,
+  name: m.name,
+  unitType: m.unitType,
+  units: m.units,
+  created: iso(m.created),
+  updated: iso(m.updated),
+});
+
+/** Whether anything that is not finished still references the metric (admin §5 delete rule). */
+function metricInUse(deps: Deps, id: string): boolean {
+  const snap = deps.catalog.snapshot;
+  if (snap.streak.conditions.some((c) => c.metricId === id)) return true;
+  if (snap.achievements.some((a) => a.metricId === id)) return true;
+  if (snap.systems.some((s) => s.triggers.some((t) => t.metricId === id))) return true;
+  return snap.leaderboards.some((b) => b.metricId === id && b.status !== 'finished');
+}
+
+export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
+  name: 'metric',
+  schemas: { resource: AdminMetricSchema, create: createSchema, update: updateSchema },
+  async list(deps, { limit, skip }) {
+    const rows = await deps.db
+      .select()
+      .from(metrics)
+      .where(isNull(metrics.deletedAt))
+      .orderBy(asc(metrics.created), asc(metrics.id))
+      .limit(limit)
+      .offset(skip);
+    return rows.map(showMetric);
+  },
+  async get(deps, id) {
+    const [row] = await deps.db
+      .select()
+      .from(metrics)
+      .where(and(eq(metrics.id, id), isNull(metrics.deletedAt)));
+    return row ? showMetric(row) : null;
+  },
+  async create(deps, item) {
+    const input = parseItem(createSchema, item);
+    const unitType = input.unitType ?? 'number';
+    const units = input.units ?? null;
+    checkUnits(unitType, units);
+    try {
+      const [row] = await deps.db.insert(metrics).values({ key: input.key, name: input.name, unitType, units }).returning();
+      return showMetric(row!);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw duplicateKey('metric');
+      throw err;
+    }
+  },
+  async update(deps, item) {
+    rejectNulls(item as Record<string, unknown>, ['name', 'unitType']);
+    if ((item as Record<string, unknown>).key !== undefined) throw new ItemIssue('key cannot be changed');
+    const input = parseItem(updateSchema, item);
+    const [current] = await deps.db
+      .select()
+      .from(metrics)
+      .where(and(eq(metrics.id, input.id), isNull(metrics.deletedAt)));
+    if (!current) throw new ItemIssue('Metric not found');
+    const unitType = input.unitType ?? current.unitType;
+    const units = input.units === undefined ? current.units : input.units;
+    checkUnits(unitType, units);
+    const [row] = await deps.db
+      .update(metrics)
+      .set({ name: input.name ?? current.name, unitType, units, updated: new Date(deps.clock.now()) })
+      .where(eq(metrics.id, input.id))
+      .returning();
+    return showMetric(row!);
+  },
+  async remove(deps, id) {
+    const [current] = await deps.db
+      .select()
+      .from(metrics)
+      .where(and(eq(metrics.id, id), isNull(metrics.deletedAt)));
+    if (!current) throw new ItemIssue('Metric not found');
+    if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');
+    await deps.db.update(metrics).set({ deletedAt: new Date(deps.clock.now()) }).where(eq(metrics.id, id));
+  },
+};

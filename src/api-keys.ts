@@ -1,0 +1,42 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { ApiKeyRow } from './catalog/snapshot';
+
+export type ApiKeyKind = 'admin' | 'application';
+
+const KEY_RE = /^([a-z0-9]{8})\.([A-Za-z0-9_-]{43})$/;
+const PREFIX_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+/** SHA-256 of the secret, hex. Secrets carry 256 random bits, so a fast hash is enough. */
+export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
+
+/** A new `{prefix}.{secret}` key with 8 random prefix characters and 43 base64url characters. */
+export function generateApiKey(): { key: string; prefix: string; secretHash: string } {
+  const bytes = randomBytes(8);
+  let prefix = '';
+  for (const b of bytes) prefix += PREFIX_ALPHABET[b % PREFIX_ALPHABET.length];
+  const secret = randomBytes(32).toString('base64url');
+  return { key: `${prefix}.${secret}`, prefix, secretHash: hashSecret(secret) };
+}
+
+export function parseApiKey(key: string): { prefix: string; secret: string } | null {
+  const m = KEY_RE.exec(key);
+  return m ? { prefix: m[1]!, secret: m[2]! } : null;
+}
+
+/** Returns the key row when `presented` is a valid, active key of `kind`; compares hashes in constant time. */
+export function verifyApiKey(
+  presented: string | undefined,
+  kind: ApiKeyKind,
+  lookup: (prefix: string) => ApiKeyRow | undefined,
+): ApiKeyRow | null {
+  if (!presented) return null;
+  const parsed = parseApiKey(presented.trim());
+  if (!parsed) return null;
+  const row = lookup(parsed.prefix);
+  // Hash even when the prefix is unknown so timing does not reveal which prefixes exist.
+  const actual = Buffer.from(hashSecret(parsed.secret), 'hex');
+  const expected = Buffer.from(row?.secretHash ?? '0'.repeat(64), 'hex');
+  const match = expected.length === actual.length && timingSafeEqual(actual, expected);
+  if (!row || !match || row.status !== 'active' || row.kind !== kind) return null;
+  return row;
+}

@@ -1,0 +1,70 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Deps } from './deps';
+import { AppError } from './errors';
+import type { AppEnv } from './http/env';
+import { requireApiKey } from './http/middleware/auth';
+import { requestId } from './http/middleware/request-id';
+import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
+import { adminRoutes } from './http/routes/admin';
+import { systemRoutes } from './http/routes/system';
+import { v1Routes } from './http/routes/v1';
+
+/** Builds the HTTP application: middleware, error handling and every route module. */
+export function createApp(deps: Deps) {
+  const app = new Hono<AppEnv>();
+  const registry = new OpenAPIRegistry();
+
+  app.use('*', requestId);
+
+  app.onError((err, c) => {
+    if (err instanceof AppError) {
+      for (const [k, v] of Object.entries(err.headers ?? {})) c.header(k, v);
+      return c.json({ error: err.message }, err.status);
+    }
+    if (isInfrastructureError(err)) {
+      deps.logger.warn({ err: err.message, requestId: c.get('requestId') }, 'infrastructure unavailable');
+      return c.json({ error: 'Service unavailable' }, 503);
+    }
+    deps.logger.error({ err, requestId: c.get('requestId'), path: c.req.path }, 'unhandled error');
+    return c.json({ error: 'Internal server error' }, 500);
+  });
+  app.notFound((c) => c.json({ error: 'Not found' }, 404));
+
+  const limit = (maxSize: number) =>
+    bodyLimit({
+      maxSize,
+      onError: () => {
+        throw new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${maxSize} bytes`);
+      },
+    });
+
+  app.route('/', systemRoutes(deps, () => openApiDocument));
+
+  app.use('/v1/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
+  app.use('/api/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
+  app.use('/admin/v1/*', limit(deps.config.ADMIN_BODY_LIMIT_BYTES), requireApiKey(deps, 'admin'));
+
+  const v1 = v1Routes(deps, registry);
+  app.route('/v1', v1.routes);
+  // The legacy path of the event endpoint: the same handler; nothing else exists under /api.
+  app.post('/api/metrics/:key/event', v1.recordEvent);
+  app.route('/admin/v1', adminRoutes(deps, registry));
+
+  const openApiDocument = buildOpenApiDocument(registry);
+  return app;
+}
+
+const INFRA_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECT_TIMEOUT']);
+
+/** Redis or Postgres out of reach: answered 503 (nothing was committed). */
+export function isInfrastructureError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.cause instanceof Error && isInfrastructureError(err.cause)) return true;
+  const code = (err as { code?: string }).code;
+  if (code && INFRA_CODES.has(code)) return true;
+  if (code?.startsWith('08') || code === '57P01' || code === '57P03') return true; // Postgres connection classes
+  return /Connection is closed|max retries per request|Stream isn't writeable|ECONNREFUSED|CLUSTERDOWN|LOADING/i.test(
+    err.message,
+  );
+}

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+const intFromEnv = (def: number, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^[0-9]+$/, 'must be a whole number')
+    .default(String(def))
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const boolFromEnv = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1');
+
+/** The only schema over process.env. Every variable has a default that works on a developer machine. */
+export const envSchema = z.object({
+  PORT: intFromEnv(3000, 0, 65535),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  ROLE: z.enum(['all', 'api', 'worker']).default('all'),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .regex(/^[^,\s]+:[0-9]+(,[^,\s]+:[0-9]+)*$/, 'must be a comma list of host:port')
+    .optional(),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,32}$/, 'must be 1-32 characters of [A-Za-z0-9_.-]')
+    .default('lr'),
+  DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/laurel'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ADMIN_API_KEY: z
+    .string()
+    .regex(/^[a-z0-9]{8}\.[A-Za-z0-9_-]{43}$/, 'must be {prefix}.{secret}: 8 of [a-z0-9], a dot, 43 base64url')
+    .optional(),
+  BODY_LIMIT_BYTES: intFromEnv(1024 * 1024, 1024, 100 * 1024 * 1024),
+  ADMIN_BODY_LIMIT_BYTES: intFromEnv(5 * 1024 * 1024, 1024, 500 * 1024 * 1024),
+  RATE_LIMIT_PER_SECOND: intFromEnv(1000, 1, 1_000_000),
+  USER_SHARDS: intFromEnv(256, 1, 16384),
+  WEBHOOK_TIMEOUT_MS: intFromEnv(30_000, 100, 300_000),
+  WEBHOOK_MAX_RETRIES: intFromEnv(5, 3, 20),
+  WEBHOOK_RETENTION_DAYS: intFromEnv(7, 1, 365),
+  SCHEDULER_INTERVAL_MS: intFromEnv(5_000, 50, 600_000),
+  SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
+  MIGRATE_ON_START: boolFromEnv(true),
+});
+
+export type AppConfig = z.output<typeof envSchema>;
+
+/** Parses the environment; throws one line per bad variable, naming it. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration: ${lines.join('; ')}`);
+  }
+  return parsed.data;
+}

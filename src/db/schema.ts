@@ -1,0 +1,383 @@
+import {
+  bigint,
+  boolean,
+  date,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+/** An attribute filter as stored: the attribute id and the value it must have. */
+export type StoredFilter = { attributeId: string; attributeValue: string };
+export type StreakCondition = { metricId: string; threshold: number };
+
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+const created = () => ts('created').notNull().defaultNow();
+const updated = () => ts('updated').notNull().defaultNow();
+const deletedAt = () => ts('deleted_at');
+
+// ---------------------------------------------------------------- configuration
+
+export const apiKeys = pgTable('api_keys', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  name: text('name').notNull(),
+  kind: text('kind', { enum: ['admin', 'application'] }).notNull(),
+  prefix: text('prefix').notNull().unique(),
+  secretHash: text('secret_hash').notNull(),
+  status: text('status', { enum: ['active', 'revoked'] })
+    .notNull()
+    .default('active'),
+  rateLimitPerSecond: integer('rate_limit_per_second'),
+  created: created(),
+  lastUsed: ts('last_used'),
+  revoked: ts('revoked'),
+});
+
+export const attributes = pgTable(
+  'attributes',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    key: text('key').notNull(),
+    name: text('name').notNull(),
+    type: text('type', { enum: ['user', 'event'] }).notNull(),
+    created: created(),
+    updated: updated(),
+    deletedAt: deletedAt(),
+  },
+  (t) => [uniqueIndex('attributes_type_key').on(t.type, t.key)],
+);
+
+export const metrics = pgTable('metrics', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  key: text('key').notNull().unique(),
+  name: text('name').notNull(),
+  unitType: text('unit_type', { enum: ['number', 'currency'] })
+    .notNull()
+    .default('number'),
+  units: text('units'),
+  created: created(),
+  updated: updated(),
+  deletedAt: deletedAt(),
+});
+
+export const pointsSystems = pgTable('points_systems', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  key: text('key').notNull().unique(),
+  name: text('name').notNull(),
+  description: text('description'),
+  badgeUrl: text('badge_url'),
+  maxPoints: bigint('max_points', { mode: 'number' }),
+  created: created(),
+  updated: updated(),
+  deletedAt: deletedAt(),
+});
+
+export const pointsTriggers = pgTable(
+  'points_triggers',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    systemId: uuid('system_id')
+      .notNull()
+      .references(() => pointsSystems.id),
+    type: text('type', { enum: ['metric', 'achievement', 'streak', 'time', 'user_creation'] }).notNull(),
+    points: bigint('points', { mode: 'number' }).notNull(),
+    status: text('status', { enum: ['active', 'inactive'] })
+      .notNull()
+      .default('inactive'),
+    userAttributes: jsonb('user_attributes').$type<StoredFilter[]>().notNull().default([]),
+    metricId: uuid('metric_id').references(() => metrics.id),
+    metricThreshold: doublePrecision('metric_threshold'),
+    eventAttributes: jsonb('event_attributes').$type<StoredFilter[]>().notNull().default([]),
+    achievementId: uuid('achievement_id'),
+    streakLength: integer('streak_length'),
+    timeUnit: text('time_unit', { enum: ['hours', 'days'] }),
+    timeInterval: integer('time_interval'),
+    /** Latest activation: resets running totals and time anchors (semantics §5.3, §5.6). */
+    activatedAt: ts('activated_at'),
+    created: created(),
+    updated: updated(),
+    deletedAt: deletedAt(),
+  },
+  (t) => [index('points_triggers_system').on(t.systemId)],
+);
+
+export const pointsLevels = pgTable(
+  'points_levels',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    systemId: uuid('system_id')
+      .notNull()
+      .references(() => pointsSystems.id),
+    key: text('key').notNull(),
+    name: text('name').notNull(),
+    description: text('description'),
+    badgeUrl: text('badge_url'),
+    points: bigint('points', { mode: 'number' }).notNull(),
+    created: created(),
+    updated: updated(),
+    deletedAt: deletedAt(),
+  },
+  (t) => [index('points_levels_system').on(t.systemId)],
+);
+
+export const pointsBoosts = pgTable(
+  'points_boosts',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    systemId: uuid('system_id')
+      .notNull()
+      .references(() => pointsSystems.id),
+    name: text('name').notNull(),
+    start: date('start', { mode: 'string' }).notNull(),
+    end: date('end', { mode: 'string' }),
+    multiplier: doublePrecision('multiplier').notNull(),
+    rounding: text('rounding', { enum: ['down', 'up', 'nearest'] })
+      .notNull()
+      .default('down'),
+    userId: text('user_id'),
+    userAttributes: jsonb('user_attributes').$type<StoredFilter[]>().notNull().default([]),
+    created: created(),
+    updated: updated(),
+    deletedAt: deletedAt(),
+  },
+  (t) => [index('points_boosts_system').on(t.systemId)],
+);
+
+export const achievements = pgTable('achievements', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  key: text('key').notNull().unique(),
+  name: text('name').notNull(),
+  description: text('description'),
+  badgeUrl: text('badge_url'),
+  trigger: text('trigger', { enum: ['metric', 'streak', 'api', 'achievement'] }).notNull(),
+  status: text('status', { enum: ['inactive', 'active', 'locked'] })
+    .notNull()
+    .default('inactive'),
+  metricId: uuid('metric_id').references(() => metrics.id),
+  metricValue: doublePrecision('metric_value'),
+  eventAttributes: jsonb('event_attributes').$type<StoredFilter[]>().notNull().default([]),
+  streakLength: integer('streak_length'),
+  achievementIds: jsonb('achievement_ids').$type<string[]>().notNull().default([]),
+  userAttributes: jsonb('user_attributes').$type<StoredFilter[]>().notNull().default([]),
+  created: created(),
+  updated: updated(),
+  deletedAt: deletedAt(),
+});
+
+/** A singleton row (id = 1). */
+export const streakSettings = pgTable('streak_settings', {
+  id: integer('id').primaryKey().default(1),
+  enabled: boolean('enabled').notNull().default(false),
+  frequency: text('frequency', { enum: ['daily', 'weekly', 'monthly'] })
+    .notNull()
+    .default('daily'),
+  mode: text('mode', { enum: ['all', 'any'] })
+    .notNull()
+    .default('all'),
+  conditions: jsonb('conditions').$type<StreakCondition[]>().notNull().default([]),
+  freezesEnabled: boolean('freezes_enabled').notNull().default(false),
+  maxFreezes: integer('max_freezes').notNull().default(1),
+  initialFreezes: integer('initial_freezes').notNull().default(0),
+  freezeAutoEarnAmount: integer('freeze_auto_earn_amount'),
+  freezeAutoEarnInterval: integer('freeze_auto_earn_interval'),
+  /** When streaks were last enabled: only activity after it counts (semantics §4.10). */
+  enabledAt: ts('enabled_at'),
+  autoEarnEnabledAt: ts('auto_earn_enabled_at'),
+  /** Bumped whenever the streak state of every user must be discarded or recomputed. */
+  epoch: integer('epoch').notNull().default(0),
+  updated: updated(),
+});
+
+export const streakPauses = pgTable(
+  'streak_pauses',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    userId: text('user_id').notNull(),
+    start: date('start', { mode: 'string' }).notNull(),
+    end: date('end', { mode: 'string' }).notNull(),
+    created: created(),
+    deletedAt: deletedAt(),
+  },
+  (t) => [index('streak_pauses_user').on(t.userId)],
+);
+
+export const leaderboards = pgTable('leaderboards', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  key: text('key').notNull().unique(),
+  name: text('name').notNull(),
+  description: text('description'),
+  /** Stored status; `scheduled` turns `active` by the clock (computed at read time too). */
+  status: text('status', { enum: ['inactive', 'scheduled', 'active', 'finished'] })
+    .notNull()
+    .default('inactive'),
+  rankBy: text('rank_by', { enum: ['metric', 'points', 'streak'] }).notNull(),
+  metricId: uuid('metric_id').references(() => metrics.id),
+  pointsSystemId: uuid('points_system_id').references(() => pointsSystems.id),
+  maxParticipants: integer('max_participants').notNull().default(1000),
+  start: date('start', { mode: 'string' }).notNull(),
+  end: date('end', { mode: 'string' }),
+  breakdownAttributes: jsonb('breakdown_attributes').$type<string[]>().notNull().default([]),
+  runUnit: text('run_unit', { enum: ['day', 'month', 'year'] }),
+  runInterval: integer('run_interval').notNull().default(0),
+  activatedAt: ts('activated_at'),
+  finishedAt: ts('finished_at'),
+  created: created(),
+  updated: updated(),
+  deletedAt: deletedAt(),
+});
+
+export const webhookEndpoints = pgTable('webhook_endpoints', {
+  id: uuid('id').primaryKey().defaultRandom(),
+  url: text('url').notNull(),
+  description: text('description'),
+  eventTypes: jsonb('event_types').$type<string[]>().notNull(),
+  enabled: boolean('enabled').notNull().default(true),
+  secret: text('secret').notNull(),
+  created: created(),
+  updated: updated(),
+  deletedAt: deletedAt(),
+});
+
+// ---------------------------------------------------------------- history (written by the history writer)
+
+export const users = pgTable('users', {
+  id: text('id').primaryKey(),
+  email: text('email'),
+  name: text('name'),
+  tz: text('tz'),
+  attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+  subscribeToEmails: boolean('subscribe_to_emails').notNull().default(true),
+  deviceTokens: jsonb('device_tokens').$type<string[]>().notNull().default([]),
+  control: boolean('control').notNull().default(false),
+  preferences: jsonb('preferences').$type<Record<string, string[]>>().notNull().default({}),
+  created: created(),
+  updated: updated(),
+});
+
+export const events = pgTable(
+  'events',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    metricId: uuid('metric_id').notNull(),
+    /** Value in millionths (semantics §2.1: exact fixed-point). */
+    valueMicros: bigint('value_micros', { mode: 'number' }).notNull(),
+    attributes: jsonb('attributes').$type<Record<string, string>>().notNull().default({}),
+    idempotencyKey: text('idempotency_key'),
+    localDate: date('local_date', { mode: 'string' }).notNull(),
+    tz: text('tz').notNull(),
+    created: created(),
+  },
+  (t) => [
+    index('events_user_metric_created').on(t.userId, t.metricId, t.created),
+    index('events_user_local_date').on(t.userId, t.localDate),
+  ],
+);
+
+export const pointsAwards = pgTable(
+  'points_awards',
+  {
+    id: uuid('id').primaryKey(),
+    eventId: uuid('event_id'),
+    userId: text('user_id').notNull(),
+    systemId: uuid('system_id').notNull(),
+    triggerId: uuid('trigger_id').notNull(),
+    awarded: bigint('awarded', { mode: 'number' }).notNull(),
+    total: bigint('total', { mode: 'number' }).notNull(),
+    boosts: jsonb('boosts').$type<string[]>().notNull().default([]),
+    localDate: date('local_date', { mode: 'string' }).notNull(),
+    created: created(),
+  },
+  (t) => [index('points_awards_user_system_created').on(t.userId, t.systemId, t.created)],
+);
+
+export const achievementCompletions = pgTable(
+  'achievement_completions',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    achievementId: uuid('achievement_id').notNull(),
+    achievedAt: ts('achieved_at').notNull(),
+    eventId: uuid('event_id'),
+    backdated: boolean('backdated').notNull().default(false),
+  },
+  (t) => [uniqueIndex('achievement_completions_user_ach').on(t.userId, t.achievementId)],
+);
+
+export const streakPeriods = pgTable(
+  'streak_periods',
+  {
+    userId: text('user_id').notNull(),
+    periodStart: date('period_start', { mode: 'string' }).notNull(),
+    periodEnd: date('period_end', { mode: 'string' }).notNull(),
+    length: integer('length').notNull(),
+    usedFreeze: boolean('used_freeze').notNull().default(false),
+    usedPause: boolean('used_pause').notNull().default(false),
+    updated: updated(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.periodStart] })],
+);
+
+export const leaderboardRankChanges = pgTable(
+  'leaderboard_rank_changes',
+  {
+    id: uuid('id').primaryKey(),
+    leaderboardId: uuid('leaderboard_id').notNull(),
+    runStart: date('run_start', { mode: 'string' }).notNull(),
+    groupKey: text('group_key').notNull().default(''),
+    userId: text('user_id').notNull(),
+    previousRank: integer('previous_rank'),
+    rank: integer('rank'),
+    previousValue: doublePrecision('previous_value'),
+    value: doublePrecision('value'),
+    created: created(),
+  },
+  (t) => [index('leaderboard_rank_changes_user').on(t.leaderboardId, t.userId, t.runStart, t.created)],
+);
+
+export const leaderboardRunResults = pgTable(
+  'leaderboard_run_results',
+  {
+    leaderboardId: uuid('leaderboard_id').notNull(),
+    runStart: date('run_start', { mode: 'string' }).notNull(),
+    runEnd: date('run_end', { mode: 'string' }),
+    groupKey: text('group_key').notNull().default(''),
+    userId: text('user_id').notNull(),
+    rank: integer('rank').notNull(),
+    value: doublePrecision('value').notNull(),
+    finalizedAt: ts('finalized_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.leaderboardId, t.runStart, t.groupKey, t.userId] })],
+);
+
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    endpointId: uuid('endpoint_id').notNull(),
+    eventId: text('event_id').notNull(),
+    type: text('type').notNull(),
+    payload: jsonb('payload').notNull(),
+    status: text('status', { enum: ['pending', 'succeeded', 'failed'] })
+      .notNull()
+      .default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    lastAttemptAt: ts('last_attempt_at'),
+    nextAttemptAt: ts('next_attempt_at'),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    created: created(),
+  },
+  (t) => [
+    uniqueIndex('webhook_deliveries_event_endpoint').on(t.eventId, t.endpointId),
+    index('webhook_deliveries_due').on(t.status, t.nextAttemptAt),
+    index('webhook_deliveries_endpoint_created').on(t.endpointId, t.created),
+  ],
+);

@@ -1,0 +1,43 @@
+import { Catalog } from './catalog/cache';
+import type { Clock } from './clock';
+import { systemClock } from './clock';
+import type { AppConfig } from './config';
+import { createDb, type Db, type Sql } from './db/client';
+import { createLogger, type Logger } from './logger';
+import { createRedis, type RedisClient } from './redis/client';
+import { Keys } from './redis/keys';
+import { registerScripts } from './redis/scripts';
+
+/** Everything a request or worker needs, built once per process (the composition root). */
+export interface Deps {
+  config: AppConfig;
+  logger: Logger;
+  clock: Clock;
+  redis: RedisClient;
+  db: Db;
+  sql: Sql;
+  keys: Keys;
+  catalog: Catalog;
+}
+
+export interface DepsOverrides {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export async function createDeps(config: AppConfig, overrides: DepsOverrides = {}): Promise<Deps> {
+  const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
+  const redis = createRedis({ url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES });
+  registerScripts(redis);
+  const { db, sql } = createDb(config.DATABASE_URL);
+  const keys = new Keys(config.REDIS_KEY_PREFIX, config.USER_SHARDS);
+  const catalog = new Catalog(db, redis, keys.configChannel, logger);
+  await catalog.start();
+  return { config, logger, clock: overrides.clock ?? systemClock, redis, db, sql, keys, catalog };
+}
+
+export async function closeDeps(deps: Deps): Promise<void> {
+  await deps.catalog.stop();
+  deps.redis.disconnect();
+  await deps.sql.end({ timeout: 5 });
+}

@@ -1,0 +1,38 @@
+/** Every error code Laurel answers with, mapped to its HTTP status in one place. */
+export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  PAYLOAD_TOO_LARGE: 413,
+  UNPROCESSABLE: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly headers: Record<string, string> | undefined;
+  constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.headers = headers;
+  }
+  get status(): (typeof ERROR_STATUS)[ErrorCode] {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const badRequest = (message: string) => new AppError('BAD_REQUEST', message);
+export const unprocessable = (message: string) => new AppError('UNPROCESSABLE', message);
+export const notFound = (message = 'Not found') => new AppError('NOT_FOUND', message);
+export const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
+export const unavailable = () => new AppError('UNAVAILABLE', 'Service unavailable');
+
+/** `Invalid attribute keys: a, b.`: the one exact message clients may parse (contract §5.4). */
+export const invalidAttributeKeys = (keys: string[]) =>
+  unprocessable(`Invalid attribute keys: ${keys.join(', ')}.`);

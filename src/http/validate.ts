@@ -1,0 +1,80 @@
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { AppError, badRequest, unprocessable } from '../errors';
+
+const STRUCTURAL = new Set(['invalid_type', 'invalid_union', 'unrecognized_keys']);
+
+function describe(issue: z.core.$ZodIssue): string {
+  const where = issue.path.length ? issue.path.map(String).join('.') : 'body';
+  if (issue.code === 'invalid_type') {
+    const input = (issue as { input?: unknown }).input;
+    if (input === undefined || input === null) return `${where} is required`;
+    return `${where} must be ${issue.expected === 'array' ? 'an array' : `a ${issue.expected}`}`;
+  }
+  return `${where}: ${issue.message}`;
+}
+
+/**
+ * Classifies zod issues into the contract's two classes: a missing field or a wrong JSON type is
+ * structural (400); anything else is a value outside its domain (422).
+ */
+export function zodToAppError(error: z.ZodError): AppError {
+  const structural = error.issues.find((i) => STRUCTURAL.has(i.code));
+  const first = structural ?? error.issues[0];
+  const message = first ? describe(first) : 'Invalid request';
+  return structural ? badRequest(message) : unprocessable(message);
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
+  const result = schema.safeParse(data);
+  if (!result.success) throw zodToAppError(result.error);
+  return result.data;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Reads the JSON body: empty, invalid UTF-8 or invalid JSON → 400. */
+export async function readJson(c: Context): Promise<unknown> {
+  const buf = await c.req.arrayBuffer();
+  if (buf.byteLength === 0) throw badRequest('Request body is required');
+  let text: string;
+  try {
+    text = utf8.decode(buf);
+  } catch {
+    throw badRequest('Request body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest('Request body is not valid JSON');
+  }
+}
+
+/** Query parameters as the SDK sends them: every value of a key, decoded. */
+export function queryAll(c: Context, name: string): string[] {
+  return c.req.queries(name) ?? [];
+}
+
+/** A scalar query parameter: given more than once → 422. */
+export function queryOne(c: Context, name: string): string | undefined {
+  const all = queryAll(c, name);
+  if (all.length > 1) throw unprocessable(`${name} must be given once`);
+  return all[0];
+}
+
+/** Integer query parameter per contract §6.1 (`^-?[0-9]+$`, bounds inclusive). */
+export function queryInt(c: Context, name: string, def: number, min: number, max: number): number {
+  const raw = queryOne(c, name);
+  if (raw === undefined) return def;
+  if (!/^-?[0-9]+$/.test(raw)) throw unprocessable(`${name} must be an integer`);
+  const n = Number(raw);
+  if (n < min || n > max) throw unprocessable(`${name} must be between ${min} and ${max}`);
+  return n;
+}
+
+/** Splits repeated and comma-joined values; drops empty items. */
+export function queryList(c: Context, name: string): string[] {
+  return queryAll(c, name)
+    .flatMap((v) => v.split(','))
+    .filter((v) => v !== '');
+}

@@ -1,0 +1,48 @@
+import { serve } from '@hono/node-server';
+import { ensureAdminKey } from './admin/bootstrap';
+import { createApp } from './app';
+import { loadConfig } from './config';
+import { runMigrations } from './db/migrate';
+import { closeDeps, createDeps } from './deps';
+import { startWorkers } from './workers';
+
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig();
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(1);
+}
+
+if (config.MIGRATE_ON_START) await runMigrations(config.DATABASE_URL);
+const deps = await createDeps(config);
+const generated = await ensureAdminKey(deps.db, config.ADMIN_API_KEY);
+if (generated) {
+  await deps.catalog.changed();
+  // Printed once, on purpose outside the structured log so it is easy to copy.
+  console.log(`\n  Laurel admin API key (shown once, store it now):\n\n    ${generated}\n`);
+}
+
+const workers = config.ROLE === 'api' ? null : startWorkers(deps);
+const server =
+  config.ROLE === 'worker'
+    ? null
+    : serve({ fetch: createApp(deps).fetch, port: config.PORT, hostname: config.HOST }, (info) =>
+        deps.logger.info({ port: info.port, role: config.ROLE }, 'laurel listening'),
+      );
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  deps.logger.info({ signal }, 'shutting down');
+  const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS);
+  timer.unref();
+  // Stop accepting, let in-flight requests finish, then stop workers and close pools.
+  if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (workers) await workers.stop();
+  await closeDeps(deps);
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

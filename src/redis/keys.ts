@@ -1,0 +1,82 @@
+/**
+ * Every Redis key Laurel uses is built here. User state is hash-tagged by user shard so that one
+ * user's keys and the shard's outbox share a Cluster slot; a leaderboard's keys share the board's slot.
+ */
+
+/** FNV-1a 32-bit over UTF-16 code units: stable across processes and versions. */
+export function shardOf(userId: string, shards: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < userId.length; i++) {
+    h ^= userId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % shards;
+}
+
+export type UserKeys = ReturnType<Keys['user']>;
+
+export class Keys {
+  constructor(
+    readonly prefix: string,
+    readonly shards: number,
+  ) {}
+
+  shardTag(shard: number): string {
+    return `${this.prefix}:{u${shard}}`;
+  }
+
+  /** The keys of one user, all in the user's shard slot. */
+  user(userId: string) {
+    const shard = shardOf(userId, this.shards);
+    const base = `${this.shardTag(shard)}:user:${userId}`;
+    return {
+      shard,
+      /** Profile and scalar state (tz, attributes, streak fields, seq). */
+      profile: base,
+      /** metricId -> total in millionths. */
+      metrics: `${base}:metrics`,
+      /** Running totals and high-water marks: trigger and filtered-achievement counters. */
+      counters: `${base}:counters`,
+      /** achievementId -> completion JSON. */
+      achievements: `${base}:achievements`,
+      /** systemId -> points total. */
+      points: `${base}:points`,
+      /** Streak per-period sums and history (JSON values). */
+      streak: `${base}:streak`,
+      /** "<metricId>|<key>" -> event id. */
+      idempotency: `${base}:idem`,
+      /** Per-board per-run values: "<boardId>|<runStart>" -> value. */
+      boards: `${base}:boards`,
+      /** Recent awards of one system (JSON, newest first, capped). */
+      awards: (systemId: string) => `${base}:awards:${systemId}`,
+      outbox: this.outbox(shard),
+    };
+  }
+
+  outbox(shard: number): string {
+    return `${this.shardTag(shard)}:outbox`;
+  }
+
+  /** Keys of one leaderboard, all in the board's slot. */
+  board(boardId: string) {
+    const base = `${this.prefix}:{lb:${boardId}}`;
+    return {
+      /** Sorted set of one run and breakdown group. */
+      ranking: (runStart: string, group: string) => `${base}:run:${runStart}:g:${group}`,
+      /** Member metadata of one run: userId -> JSON {group, seq, value, changedAt}. */
+      members: (runStart: string) => `${base}:run:${runStart}:members`,
+    };
+  }
+
+  /** Global counters: never touched by the user script (they live in their own slots). */
+  get global() {
+    return {
+      userCount: `${this.prefix}:global:users`,
+      achievementCompletions: `${this.prefix}:global:achievement-completions`,
+    };
+  }
+
+  get configChannel(): string {
+    return `${this.prefix}:config-changed`;
+  }
+}

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import postgres from 'postgres';
+import { inject } from 'vitest';
+import { generateApiKey } from '../../src/api-keys';
+import { createApp } from '../../src/app';
+import { type Clock, ManualClock } from '../../src/clock';
+import { loadConfig } from '../../src/config';
+import { apiKeys } from '../../src/db/schema';
+import { closeDeps, createDeps, type Deps } from '../../src/deps';
+import { createLogger } from '../../src/logger';
+
+export interface TestServer {
+  deps: Deps;
+  app: ReturnType<typeof createApp>;
+  clock: ManualClock;
+  adminKey: string;
+  appKey: string;
+  prefix: string;
+  databaseUrl: string;
+  /** Admin API call through app.request; returns status and parsed JSON body. */
+  admin(method: string, path: string, body?: unknown): Promise<TestResponse>;
+  /** Application API call (path relative to the origin, e.g. /v1/...). */
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse>;
+  /** Serves the app on a real socket at 127.0.0.1; returns the origin. */
+  listen(): Promise<string>;
+  /** Every Redis key under this server's prefix (test-only SCAN). */
+  redisKeys(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/** Creates a database cloned from the migrated template for this test file. */
+export async function createTestDatabase(): Promise<string> {
+  const { databaseUrl, templateDb, runId } = inject('services');
+  const name = `laurel_t_${runId}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}" template "${templateDb}"`);
+  } finally {
+    await admin.end({ timeout: 2 });
+  }
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface TestServerOptions {
+  clock?: Clock;
+  now?: string;
+  env?: Record<string, string>;
+}
+
+/** A full Laurel (real Redis, real Postgres) isolated by key prefix and its own database. */
+export async function createTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const { redisUrl } = inject('services');
+  const databaseUrl = await createTestDatabase();
+  const prefix = `t${randomBytes(5).toString('hex')}`;
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    DATABASE_URL: databaseUrl,
+    REDIS_KEY_PREFIX: prefix,
+    LOG_LEVEL: 'silent',
+    USER_SHARDS: '16',
+    ...opts.env,
+  });
+  const clock = (opts.clock as ManualClock | undefined) ?? new ManualClock(Date.parse(opts.now ?? '2025-03-10T12:00:00Z'));
+  const deps = await createDeps(config, { clock, logger: createLogger('silent') });
+  const adm = generateApiKey();
+  const appK = generateApiKey();
+  await deps.db.insert(apiKeys).values([
+    { name: 'test admin', kind: 'admin', prefix: adm.prefix, secretHash: adm.secretHash },
+    { name: 'test app', kind: 'application', prefix: appK.prefix, secretHash: appK.secretHash },
+  ]);
+  await deps.catalog.reload();
+  const app = createApp(deps);
+  const servers: Array<{ close(cb: () => void): void }> = [];
+
+  const call = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const init: RequestInit = { method, headers: { 'X-API-KEY': key, ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      (init.headers as Record<string, string>)['Content-Type'] = 'application/json';
+    }
+    const res = await app.request(path, init);
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {}
+    return { status: res.status, body: parsed as any, headers: res.headers };
+  };
+
+  return {
+    deps,
+    app,
+    clock,
+    adminKey: adm.key,
+    appKey: appK.key,
+    prefix,
+    databaseUrl,
+    admin: (method, path, body) => call(method, `/admin/v1${path}`, adm.key, body),
+    api: (method, path, body, headers) => call(method, path, appK.key, body, headers),
+    async listen() {
+      const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+        const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+      });
+      servers.push(server);
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    async redisKeys() {
+      const found: string[] = [];
+      const nodes = 'nodes' in deps.redis ? deps.redis.nodes('master') : [deps.redis];
+      for (const node of nodes) {
+        let cursor = '0';
+        do {
+          const [next, batch] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          found.push(...batch);
+        } while (cursor !== '0');
+      }
+      return found.sort();
+    },
+    async close() {
+      await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+      const keys = await this.redisKeys();
+      for (let i = 0; i < keys.length; i += 500) {
+        await Promise.all(keys.slice(i, i + 500).map((k) => deps.redis.unlink(k)));
+      }
+      await closeDeps(deps);
+    },
+  };
+}
+
+/** Creates resources through the admin API and returns the created items (fails the test on issues). */
+export async function adminCreate(t: TestServer, path: string, items: unknown[]): Promise<any[]> {
+  const res = await t.admin('POST', path, items);
+  if (res.status !== 201 || res.body.issues.length) {
+    throw new Error(`admin create ${path} failed: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  return res.body.created;
+}
