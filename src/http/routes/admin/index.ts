@@ -9,5 +9,6 @@ import { mountBulk } from './bulk';
 export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   const app = new Hono<AppEnv>();
   mountBulk(app, deps, registry, '/metrics', metricsResource);
+  // (helpers add one mount line per resource here)
   return app;
 }
