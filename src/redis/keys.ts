@@ -68,11 +68,11 @@ export class Keys {
     };
   }
 
-  /** Global counters: never touched by the user script (they live in their own slots). */
+  /** Global counters: never touched by the user script; one slot of their own so they pipeline on Cluster. */
   get global() {
     return {
-      userCount: `${this.prefix}:global:users`,
-      achievementCompletions: `${this.prefix}:global:achievement-completions`,
+      userCount: `${this.prefix}:{global}:users`,
+      achievementCompletions: `${this.prefix}:{global}:achievement-completions`,
     };
   }
 

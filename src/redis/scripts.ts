@@ -1,22 +1,34 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { ClientContext, Result } from 'ioredis';
 import type { RedisClient } from './client';
 
 const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
 
 /**
- * The typed registry of lua/. Every script takes a variable number of keys, so each call passes
- * `numKeys` first; ioredis sends EVALSHA and falls back to EVAL once after a script flush.
+ * The typed registry of lua/ (top-level files; lua/lib/ holds shared code inlined with
+ * `--!include lib/<name>.lua`). Every script takes a variable number of keys, so each call passes
+ * the key count first; ioredis sends EVALSHA and falls back to EVAL after a script flush.
  */
-export const SCRIPT_NAMES = [] as const;
+export const SCRIPT_NAMES = ['applyUserOp'] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
-export function scriptSource(name: string): string {
-  return readFileSync(`${LUA_DIR}/${name}.lua`, 'utf8');
+declare module 'ioredis' {
+  interface RedisCommander<Context extends ClientContext> {
+    applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+  }
 }
 
-/** Names of the .lua files on disk (a test checks they equal SCRIPT_NAMES). */
+/** The script source with its includes inlined. */
+export function scriptSource(name: string): string {
+  const src = readFileSync(`${LUA_DIR}/${name}.lua`, 'utf8');
+  return src.replace(/^--!include (lib\/[A-Za-z0-9_-]+\.lua)$/gm, (_m, file: string) =>
+    readFileSync(`${LUA_DIR}/${file}`, 'utf8'),
+  );
+}
+
+/** Names of the top-level .lua files on disk (a test checks they equal SCRIPT_NAMES). */
 export function luaFiles(): string[] {
   return readdirSync(LUA_DIR)
     .filter((f) => f.endsWith('.lua'))
@@ -25,7 +37,5 @@ export function luaFiles(): string[] {
 }
 
 export function registerScripts(client: RedisClient): void {
-  for (const name of SCRIPT_NAMES as readonly string[]) {
-    client.defineCommand(name, { lua: scriptSource(name) });
-  }
+  for (const name of SCRIPT_NAMES) client.defineCommand(name, { lua: scriptSource(name) });
 }

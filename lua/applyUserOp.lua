@@ -1,0 +1,507 @@
+--[[
+applyUserOp: every state change of one user, applied atomically in the user's shard slot
+(semantics §0: per-user serialisation; §2.2: processing order).
+
+Ops (input.op):
+  "event"    record a metric event: idempotency, upsert, metric total, streak, achievements,
+             points (triggers, boosts, caps), levels, per-run leaderboard values, outbox record
+  "complete" complete an `api` achievement: upsert, completion, cascade, achievement triggers
+  "upsert"   identify / create / update a user (user_creation triggers, initial freezes)
+
+KEYS[1] profile hash        KEYS[2] metric totals hash   KEYS[3] counters hash
+KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
+KEYS[7] idempotency hash    KEYS[8] board values hash    KEYS[9] shard outbox stream
+KEYS[9 + i] recent awards list of plan.systems[i]
+
+ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot)
+ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
+
+Reply: a JSON string. Errors the caller maps to statuses:
+  {"err":"TZ","tz":"<zone>"}  the caller assumed another time zone: recompute and call again
+  {"err":"NO_USER"}           upsert with mustExist for a user that does not exist
+  {"err":"OVERFLOW"}          a total would pass 2^53 millionths
+  {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
+Nothing is written before every error check has passed.
+]]
+
+--!include lib/common.lua
+
+local K_PROFILE, K_METRICS, K_COUNTERS, K_ACH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_POINTS, K_STREAK, K_IDEM, K_BOARDS, K_OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+
+local plan = cjson.decode(ARGV[1])
+local input = cjson.decode(ARGV[2])
+local op = input.op
+local now = input.now
+local metricId = plan.metricId
+local S = plan.streak
+local user = input.user
+
+local idsUsed = 0
+local function nextId()
+  idsUsed = idsUsed + 1
+  return input.ids[idsUsed]
+end
+
+-- ---------------------------------------------------------------- read phase
+
+local praw = redis.call('HGETALL', K_PROFILE)
+local prof = {}
+for i = 1, #praw, 2 do prof[praw[i]] = praw[i + 1] end
+local exists = prof.created ~= nil
+
+local prior = nil
+if op == 'event' and input.idem then prior = redis.call('HGET', K_IDEM, input.idem) end
+
+-- The time zone this request is evaluated in: a replay does not upsert, so the stored one.
+local tz = prof.tz or 'UTC'
+if not prior and user.tz then tz = user.tz end
+if tz ~= input.assumedTz then return cjson.encode({ err = 'TZ', tz = tz }) end
+
+local st = loadStreak(K_STREAK, S.epoch)
+local cur = input.periodIdx
+
+-- Streak as seen now, without writing (rollover projected).
+local function streakReply(state, extended)
+  return {
+    length = state.length,
+    started = state.started,
+    lastMet = state.lastMet,
+    freezes = state.freezes,
+    extended = extended,
+  }
+end
+
+if prior then
+  if S.on then rollover(S.freq, st, cur, st.pauses, S.freezesOn) else st.length = 0 end
+  return cjson.encode({
+    replay = prior,
+    total = redis.call('HGET', K_METRICS, metricId) or '0',
+    streak = streakReply(st, false),
+  })
+end
+
+if op == 'upsert' and input.mustExist and not exists then return cjson.encode({ err = 'NO_USER' }) end
+
+-- Attributes after this request's upsert (filters are evaluated against them).
+local attrs = {}
+for k, v in pairs(prof) do
+  if string.sub(k, 1, 2) == 'a:' then attrs[string.sub(k, 3)] = v end
+end
+for k, v in pairs(user.attrs or {}) do attrs[k] = v end
+
+local done = {}
+local araw = redis.call('HGETALL', K_ACH)
+for i = 1, #araw, 2 do done[araw[i]] = araw[i + 1] end
+
+if op == 'complete' then
+  local a = plan.api
+  if not done[a.id] then
+    if a.locked then return cjson.encode({ err = 'LOCKED' }) end
+    if not matches(a.uf, attrs) then return cjson.encode({ err = 'NOT_ELIGIBLE' }) end
+  end
+end
+
+-- Event sums: compute every new running value first, so an overflow changes nothing.
+local v = 0
+local eattrs = input.eattrs or {}
+local total0, total1 = 0, 0
+local counters = {}
+local function counter(field)
+  if counters[field] == nil then counters[field] = num(redis.call('HGET', K_COUNTERS, field), 0) end
+  return counters[field]
+end
+local overflow = false
+local function setCounter(field, value)
+  if math.abs(value) > MAX_SAFE then overflow = true end
+  counters[field] = value
+end
+
+if op == 'event' then
+  v = tonumber(input.value)
+  total0 = num(redis.call('HGET', K_METRICS, metricId), 0)
+  total1 = total0 + v
+  if math.abs(total1) > MAX_SAFE then overflow = true end
+  for _, a in ipairs(plan.achievements.metric) do
+    if a.ef and #a.ef > 0 and matches(a.ef, eattrs) then
+      setCounter('af:' .. a.id, counter('af:' .. a.id) + v)
+    end
+  end
+  for _, sys in ipairs(plan.systems) do
+    for _, t in ipairs(sys.mt) do
+      if matches(t.ef, eattrs) then
+        local tf = 'mtT:' .. t.id .. ':' .. t.ep
+        setCounter(tf, counter(tf) + v)
+      end
+    end
+  end
+end
+
+-- Streak: resolve ended periods, then the current one (semantics §4.3–§4.7).
+local resolved, lost = {}, 0
+local extended = false
+local sums = {}
+local eff = cur
+if S.on then
+  resolved, lost = rollover(S.freq, st, cur, st.pauses, S.freezesOn)
+  if st.lastMet ~= nil and st.length > 0 and cur < st.lastMet then eff = st.lastMet end
+  if st.curIdx ~= eff then
+    st.curIdx = eff
+    st.curMet = st.length > 0 and st.lastMet == eff
+  else
+    for _, c in ipairs(S.conds) do sums[c.m] = num(st.raw['s:' .. c.m], 0) end
+  end
+  if op == 'event' then
+    for _, c in ipairs(S.conds) do
+      if c.m == metricId then
+        sums[c.m] = (sums[c.m] or 0) + v
+        if math.abs(sums[c.m]) > MAX_SAFE then overflow = true end
+      end
+    end
+  end
+else
+  st.length = 0
+end
+
+local boardValues = {}
+if op == 'event' and v ~= 0 then
+  for _, b in ipairs(input.boards or {}) do
+    if b.kind == 'metric' and b.ref == metricId then
+      local f = b.id .. '|' .. b.run
+      local nv = num(redis.call('HGET', K_BOARDS, f), 0) + v
+      if math.abs(nv) > MAX_SAFE then overflow = true end
+      boardValues[f] = nv
+    end
+  end
+end
+
+if overflow then return cjson.encode({ err = 'OVERFLOW' }) end
+
+-- ---------------------------------------------------------------- write phase
+
+-- Upsert (semantics §1.1): only provided fields; attributes merge per key.
+local created = not exists
+local profileChanged = created
+local pfields = {}
+local function setProfile(field, value)
+  if prof[field] ~= value then
+    pfields[#pfields + 1] = field
+    pfields[#pfields + 1] = value
+    prof[field] = value
+    profileChanged = true
+  end
+end
+if created then
+  setProfile('id', user.id)
+  setProfile('created', fmt(now))
+  setProfile('sub', '1')
+  setProfile('dt', '[]')
+end
+if user.email then setProfile('email', user.email) end
+if user.name then setProfile('name', user.name) end
+if user.tz then setProfile('tz', user.tz) end
+if user.dt then setProfile('dt', user.dt) end
+if user.sub ~= nil then setProfile('sub', user.sub and '1' or '0') end
+for k, val in pairs(user.attrs or {}) do setProfile('a:' .. k, val) end
+if profileChanged then setProfile('updated', fmt(now)) end
+local seq = num(prof.seq, 0) + 1
+pfields[#pfields + 1] = 'seq'
+pfields[#pfields + 1] = fmt(seq)
+redis.call('HSET', K_PROFILE, unpack(pfields))
+
+if created and S.freezesOn and st.freezeInit == nil then
+  st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
+  st.freezeInit = '1'
+end
+
+if op == 'event' then
+  redis.call('HSET', K_METRICS, metricId, fmt(total1))
+  if input.idem then redis.call('HSET', K_IDEM, input.idem, input.eventId) end
+end
+
+-- Streak: the current period becomes met?
+local increased = false
+if S.on and op == 'event' and not st.curMet then
+  local met
+  if S.mode == 'any' then
+    met = false
+    for _, c in ipairs(S.conds) do
+      if (sums[c.m] or 0) >= c.thr then met = true end
+    end
+  else
+    met = #S.conds > 0
+    for _, c in ipairs(S.conds) do
+      if (sums[c.m] or 0) < c.thr then met = false end
+    end
+  end
+  if met then
+    if st.length > 0 and st.lastMet == eff - 1 then
+      st.length = st.length + 1
+    else
+      st.length = 1
+      st.started = input.localDate
+    end
+    st.lastMet = eff
+    st.curMet = true
+    st.lengthAt = now
+    st.metAt = now
+    extended = true
+    increased = true
+    if st.length > st.longest then
+      st.longest = st.length
+      st.longestAt = now
+    end
+  end
+end
+local streakChanged = increased or lost > 0
+
+local periods = {}
+for _, r in ipairs(resolved) do
+  periods[#periods + 1] = { idx = r[1], length = r[2], freeze = r[3], pause = r[4] }
+end
+if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
+
+if S.on or st.freezeInit then
+  local sf = {
+    'epoch', fmt(S.epoch), 'length', fmt(st.length), 'freezes', fmt(st.freezes),
+    'longest', fmt(st.longest), 'longestAt', fmt(st.longestAt),
+  }
+  if st.freezeInit then
+    sf[#sf + 1] = 'freezeInit'
+    sf[#sf + 1] = '1'
+  end
+  if S.on then
+    sf[#sf + 1] = 'curIdx'
+    sf[#sf + 1] = fmt(st.curIdx)
+    sf[#sf + 1] = 'curMet'
+    sf[#sf + 1] = st.curMet and '1' or '0'
+    sf[#sf + 1] = 'lengthAt'
+    sf[#sf + 1] = fmt(st.lengthAt)
+    sf[#sf + 1] = 'metAt'
+    sf[#sf + 1] = fmt(st.metAt)
+    if st.lastMet ~= nil then
+      sf[#sf + 1] = 'lastMet'
+      sf[#sf + 1] = fmt(st.lastMet)
+    end
+    sf[#sf + 1] = 'started'
+    sf[#sf + 1] = st.started or ''
+    for _, c in ipairs(S.conds) do
+      sf[#sf + 1] = 's:' .. c.m
+      sf[#sf + 1] = fmt(sums[c.m] or 0)
+    end
+    for _, p in ipairs(periods) do
+      sf[#sf + 1] = 'h:' .. S.epoch .. ':' .. p.idx
+      sf[#sf + 1] = fmt(p.length) .. '|' .. (p.freeze and '1' or '0') .. '|' .. (p.pause and '1' or '0')
+    end
+  end
+  redis.call('HSET', K_STREAK, unpack(sf))
+  if st.started == nil or st.started == '' then st.started = nil end
+end
+
+-- Achievements (semantics §3): metric, streak (if the length increased), composites until stable.
+local completions = {}
+local function complete(id)
+  local c = { id = id, cid = nextId(), at = now }
+  done[id] = cjson.encode({ cid = c.cid, at = now })
+  redis.call('HSET', K_ACH, id, done[id])
+  completions[#completions + 1] = c
+end
+
+if op == 'event' then
+  for _, a in ipairs(plan.achievements.metric) do
+    local value = total1
+    if a.ef and #a.ef > 0 then value = counter('af:' .. a.id) end
+    if a.active and not done[a.id] and value >= a.thr and matches(a.uf, attrs) then complete(a.id) end
+  end
+end
+if op == 'complete' then
+  if not done[plan.api.id] then complete(plan.api.id) end
+end
+if increased then
+  for _, a in ipairs(plan.achievements.streak) do
+    if not done[a.id] and st.length >= a.len and matches(a.uf, attrs) then complete(a.id) end
+  end
+end
+if #completions > 0 then
+  local more = true
+  while more do
+    more = false
+    for _, a in ipairs(plan.achievements.composite) do
+      if not done[a.id] and matches(a.uf, attrs) then
+        local all = true
+        for _, pre in ipairs(a.pre) do
+          if not done[pre] then all = false end
+        end
+        if all then
+          complete(a.id)
+          more = true
+        end
+      end
+    end
+  end
+end
+
+-- Points (semantics §5): user_creation, metric, streak, achievement triggers; boosts; bounds.
+local function levelOf(levels, total)
+  local found = nil
+  for _, l in ipairs(levels) do
+    if l.pts <= total then found = l.id end
+  end
+  return found
+end
+
+local pointsReply = {}
+local pointsBySystem = {}
+local outAwards = {}
+for i, sys in ipairs(plan.systems) do
+  local total = num(redis.call('HGET', K_POINTS, sys.id), 0)
+  local before = total
+  local awards = {}
+  local boosts = (input.boosts or {})[sys.id] or {}
+
+  local function award(t, base)
+    if base == 0 or not matches(t.uf, attrs) then return end
+    local x = base
+    local applied = {}
+    local n, d, mode = 1, 1, nil
+    for _, b in ipairs(boosts) do
+      if matches(b.uf, attrs) then
+        n = n * b.num
+        d = d * b.den
+        applied[#applied + 1] = b.id
+        if mode == nil then mode = b.r elseif mode ~= b.r then mode = 'down' end
+      end
+    end
+    if #applied > 0 then
+      local q, r = floordiv(base * n, d)
+      x = q
+      if mode == 'up' and r > 0 then x = q + 1 end
+      if mode == 'nearest' and 2 * r >= d then x = q + 1 end
+    end
+    local new
+    if x > 0 then
+      new = total + x
+      if sys.max >= 0 then new = math.min(new, math.max(total, sys.max)) end
+    else
+      new = math.max(total + x, 0)
+    end
+    local awarded = new - total
+    if awarded == 0 then return end
+    total = new
+    awards[#awards + 1] = { id = nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = now }
+  end
+
+  if created then
+    for _, t in ipairs(sys.uc) do award(t, t.p) end
+  end
+  if op == 'event' then
+    for _, t in ipairs(sys.mt) do
+      if matches(t.ef, eattrs) then
+        local tf = 'mtT:' .. t.id .. ':' .. t.ep
+        local hf = 'mtH:' .. t.id .. ':' .. t.ep
+        local t1 = counters[tf]
+        local h = num(redis.call('HGET', K_COUNTERS, hf), 0)
+        local k = math.max(0, floordiv(t1, t.thr) - floordiv(h, t.thr))
+        if t1 > h then counters[hf] = t1 end
+        if k > 0 then award(t, k * t.p) end
+      end
+    end
+  end
+  if increased then
+    for _, t in ipairs(sys.st) do
+      if st.length % t.len == 0 then award(t, t.p) end
+    end
+  end
+  for _, c in ipairs(completions) do
+    for _, t in ipairs(sys.at) do
+      if t.ach == c.id then award(t, t.p) end
+    end
+  end
+
+  if #awards > 0 then
+    redis.call('HSET', K_POINTS, sys.id, fmt(total))
+    local listKey = KEYS[9 + i]
+    for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
+    redis.call('LTRIM', listKey, 0, 99)
+    local added = total - before
+    local lb, la = levelOf(sys.levels, before), levelOf(sys.levels, total)
+    pointsReply[#pointsReply + 1] = {
+      sys = sys.id, total = total, added = added, awards = awards, lb = lb or '', la = la or '',
+    }
+    pointsBySystem[sys.id] = added
+    outAwards[#outAwards + 1] = { sys = sys.id, awards = awards }
+  end
+end
+
+local cw = {}
+for f, val in pairs(counters) do
+  cw[#cw + 1] = f
+  cw[#cw + 1] = fmt(val)
+end
+if #cw > 0 then redis.call('HSET', K_COUNTERS, unpack(cw)) end
+
+-- Per-run leaderboard values (the boards' own scripts rank them).
+local boards = {}
+for _, b in ipairs(input.boards or {}) do
+  local f = b.id .. '|' .. b.run
+  local nv = nil
+  if b.kind == 'metric' and boardValues[f] ~= nil then
+    nv = boardValues[f]
+  elseif b.kind == 'points' and pointsBySystem[b.ref] then
+    nv = num(redis.call('HGET', K_BOARDS, f), 0) + pointsBySystem[b.ref]
+  elseif b.kind == 'streak' and streakChanged then
+    nv = st.length
+  end
+  if nv ~= nil then
+    redis.call('HSET', K_BOARDS, f, fmt(nv))
+    boards[#boards + 1] = { id = b.id, run = b.run, value = fmt(nv) }
+  end
+end
+
+local battrs = {}
+for _, k in ipairs(plan.breakdownKeys or {}) do
+  if attrs[k] then battrs[k] = attrs[k] end
+end
+
+local streakOut = streakReply(st, extended)
+streakOut.periods = periods
+streakOut.lost = lost
+streakOut.changed = streakChanged
+
+local record = {
+  op = op,
+  id = input.eventId,
+  user = user.id,
+  now = now,
+  tz = tz,
+  date = input.localDate,
+  seq = seq,
+  created = created,
+  metric = metricId,
+  value = op == 'event' and fmt(v) or nil,
+  eattrs = input.eattrs,
+  idem = input.idem,
+  completions = completions,
+  awards = outAwards,
+  streak = streakOut,
+  boards = boards,
+}
+if profileChanged then record.profile = prof end
+redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))
+
+local already = nil
+if op == 'complete' and #completions == 0 then already = done[plan.api.id] end
+
+return cjson.encode({
+  already = already,
+  eventId = input.eventId,
+  total = fmt(total1),
+  created = created,
+  seq = seq,
+  completions = completions,
+  points = pointsReply,
+  streak = streakOut,
+  boards = boards,
+  battrs = battrs,
+  profile = prof,
+})

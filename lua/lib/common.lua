@@ -1,0 +1,127 @@
+-- Shared helpers, inlined into scripts by `--!include lib/common.lua` (src/redis/scripts.ts).
+-- Numbers: Lua numbers are doubles, exact for integers below 2^53; big integers travel as strings
+-- because cjson prints only 14 significant digits.
+
+local MAX_SAFE = 9007199254740991
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+local function num(s, default)
+  if s == nil or s == false then return default end
+  return tonumber(s)
+end
+
+-- Exact floor division of integers a / b (b > 0): returns quotient and non-negative remainder.
+local function floordiv(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+    r = r + b
+  elseif r >= b then
+    q = q + 1
+    r = r - b
+  end
+  return q, r
+end
+
+-- Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+local function daysFromCivil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+-- First and last day index of a streak period (daily: day index; weekly: ISO week index with
+-- 1969-12-29 as week 0; monthly: year * 12 + month - 1).
+local function periodDays(freq, idx)
+  if freq == 'daily' then return idx, idx end
+  if freq == 'weekly' then return idx * 7 - 3, idx * 7 + 3 end
+  local y = math.floor(idx / 12)
+  local m = idx - y * 12 + 1
+  local first = daysFromCivil(y, m, 1)
+  local ny, nm = y, m + 1
+  if nm == 13 then ny, nm = y + 1, 1 end
+  return first, daysFromCivil(ny, nm, 1) - 1
+end
+
+-- Whether every [key, value] filter matches the attribute map.
+local function matches(filters, attrs)
+  if filters == nil then return true end
+  for _, f in ipairs(filters) do
+    if attrs[f[1]] ~= f[2] then return false end
+  end
+  return true
+end
+
+-- Streak state after resolving every ended, unmet period before `cur` (semantics §4.5), without
+-- writing. `st` holds length, lastMet, freezes; pauses is a list of {firstDay, lastDay}.
+-- Returns the new state plus the list of resolved periods {idx, length, freeze, pause}
+-- and the length lost by a break (0 if none).
+local function rollover(freq, st, cur, pauses, freezesOn)
+  local resolved = {}
+  local lost = 0
+  if st.length <= 0 or st.lastMet == nil then return resolved, lost end
+  local p = st.lastMet + 1
+  while p < cur and st.length > 0 do
+    local first, last = periodDays(freq, p)
+    local paused = false
+    for _, pz in ipairs(pauses) do
+      if pz[1] <= last and pz[2] >= first then
+        paused = true
+        break
+      end
+    end
+    if paused then
+      st.lastMet = p
+      resolved[#resolved + 1] = { p, st.length, false, true }
+    elseif freezesOn and st.freezes >= 1 then
+      st.freezes = st.freezes - 1
+      st.lastMet = p
+      resolved[#resolved + 1] = { p, st.length, true, false }
+    else
+      lost = st.length
+      st.length = 0
+      st.started = nil
+    end
+    p = p + 1
+  end
+  return resolved, lost
+end
+
+-- Reads the streak hash into a state table; a different settings epoch means a discarded state.
+local function loadStreak(key, epoch)
+  local raw = redis.call('HGETALL', key)
+  local h = {}
+  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  local st = {
+    freezes = num(h.freezes, 0),
+    longest = num(h.longest, 0),
+    longestAt = num(h.longestAt, 0),
+    pauses = h.pauses and cjson.decode(h.pauses) or {},
+    freezeInit = h.freezeInit,
+    raw = h,
+  }
+  if num(h.epoch, -1) == epoch then
+    st.length = num(h.length, 0)
+    st.lastMet = num(h.lastMet, nil)
+    st.started = h.started ~= '' and h.started or nil
+    st.curIdx = num(h.curIdx, nil)
+    st.curMet = h.curMet == '1'
+    st.lengthAt = num(h.lengthAt, 0)
+    st.metAt = num(h.metAt, 0)
+  else
+    st.length = 0
+    st.fresh = true
+    st.lengthAt = 0
+    st.metAt = 0
+    st.curMet = false
+  end
+  return st
+end

@@ -1,0 +1,172 @@
+import type { AchievementRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
+import type { StoredFilter } from '../db/schema';
+import { toMicros } from './decimal';
+
+/** An attribute filter as the user script sees it: [attribute key, value]. */
+type LuaFilter = [string, string];
+
+export interface PlanSystem {
+  id: string;
+  /** maxPoints, or -1 for no cap. */
+  max: number;
+  levels: Array<{ id: string; pts: number }>;
+  uc: Array<{ id: string; p: number; uf: LuaFilter[] }>;
+  mt: Array<{ id: string; p: number; thr: number; ep: number; ef: LuaFilter[]; uf: LuaFilter[] }>;
+  st: Array<{ id: string; p: number; len: number; uf: LuaFilter[] }>;
+  at: Array<{ id: string; p: number; ach: string; uf: LuaFilter[] }>;
+}
+
+/** The configuration one user op needs, in the shape lua/applyUserOp.lua reads. */
+export interface Plan {
+  metricId?: string;
+  api?: { id: string; locked: boolean; uf: LuaFilter[] };
+  achievements: {
+    metric: Array<{ id: string; thr: number; active: boolean; ef: LuaFilter[]; uf: LuaFilter[] }>;
+    streak: Array<{ id: string; len: number; uf: LuaFilter[] }>;
+    composite: Array<{ id: string; pre: string[]; uf: LuaFilter[] }>;
+  };
+  streak: {
+    on: boolean;
+    epoch: number;
+    freq: 'daily' | 'weekly' | 'monthly';
+    mode: 'all' | 'any';
+    conds: Array<{ m: string; thr: number }>;
+    freezesOn: boolean;
+    maxF: number;
+    initF: number;
+  };
+  systems: PlanSystem[];
+  breakdownKeys: string[];
+}
+
+export interface CompiledPlan {
+  plan: Plan;
+  /** The plan as JSON, encoded once and reused for every call. */
+  json: string;
+  /** Upper bound of ids (completions + awards) one call can use. */
+  idCount: number;
+}
+
+function luaFilters(snap: Snapshot, filters: StoredFilter[]): LuaFilter[] {
+  return filters.map((f) => [snap.attributesById.get(f.attributeId)?.key ?? `#${f.attributeId}`, f.attributeValue]);
+}
+
+const activeTriggers = (sys: PointsSystemConfig, type: TriggerRow['type']) =>
+  sys.triggers.filter((t) => t.type === type && t.status === 'active');
+
+function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: string): CompiledPlan {
+  const active = snap.achievements.filter((a) => a.status === 'active');
+  const s = snap.streak;
+  const streakOn = s.enabled && s.conditions.length > 0;
+  const plan: Plan = {
+    achievements: { metric: [], streak: [], composite: [] },
+    streak: {
+      on: streakOn,
+      epoch: s.epoch,
+      freq: s.frequency,
+      mode: s.mode,
+      conds: s.conditions.map((c) => ({ m: c.metricId, thr: toMicros(c.threshold) })),
+      freezesOn: s.freezesEnabled,
+      maxF: s.maxFreezes,
+      initF: s.initialFreezes,
+    },
+    systems: [],
+    breakdownKeys: [],
+  };
+  if (kind === 'event') {
+    plan.metricId = ref!;
+    // Filtered metric achievements count matching events whatever their status, so that their
+    // filtered total covers the user's whole history when they become active.
+    plan.achievements.metric = snap.achievements
+      .filter((a) => a.trigger === 'metric' && a.metricId === ref && (a.status === 'active' || a.eventAttributes.length))
+      .map((a) => ({
+        id: a.id,
+        thr: toMicros(a.metricValue ?? 0),
+        active: a.status === 'active',
+        ef: luaFilters(snap, a.eventAttributes),
+        uf: luaFilters(snap, a.userAttributes),
+      }));
+  }
+  if (kind === 'complete') {
+    const a = snap.achievementsById.get(ref!) as AchievementRow;
+    plan.api = { id: a.id, locked: a.status === 'locked', uf: luaFilters(snap, a.userAttributes) };
+  }
+  if (kind !== 'upsert') {
+    plan.achievements.streak = active
+      .filter((a) => a.trigger === 'streak')
+      .map((a) => ({ id: a.id, len: a.streakLength ?? 1, uf: luaFilters(snap, a.userAttributes) }));
+    plan.achievements.composite = active
+      .filter((a) => a.trigger === 'achievement')
+      .map((a) => ({ id: a.id, pre: a.achievementIds, uf: luaFilters(snap, a.userAttributes) }));
+  }
+  for (const sys of snap.systems) {
+    const ps: PlanSystem = {
+      id: sys.id,
+      max: sys.maxPoints ?? -1,
+      levels: sys.levels.map((l) => ({ id: l.id, pts: l.points })),
+      uc: activeTriggers(sys, 'user_creation').map((t) => ({ id: t.id, p: t.points, uf: luaFilters(snap, t.userAttributes) })),
+      mt:
+        kind === 'event'
+          ? activeTriggers(sys, 'metric')
+              .filter((t) => t.metricId === ref)
+              .map((t) => ({
+                id: t.id,
+                p: t.points,
+                thr: toMicros(t.metricThreshold ?? 1),
+                ep: t.activatedAt?.getTime() ?? 0,
+                ef: luaFilters(snap, t.eventAttributes),
+                uf: luaFilters(snap, t.userAttributes),
+              }))
+          : [],
+      st:
+        kind === 'event'
+          ? activeTriggers(sys, 'streak').map((t) => ({
+              id: t.id,
+              p: t.points,
+              len: t.streakLength ?? 1,
+              uf: luaFilters(snap, t.userAttributes),
+            }))
+          : [],
+      at:
+        kind === 'upsert'
+          ? []
+          : activeTriggers(sys, 'achievement').map((t) => ({
+              id: t.id,
+              p: t.points,
+              ach: t.achievementId ?? '',
+              uf: luaFilters(snap, t.userAttributes),
+            })),
+    };
+    if (ps.uc.length || ps.mt.length || ps.st.length || ps.at.length) plan.systems.push(ps);
+  }
+  const breakdown = new Set<string>();
+  for (const b of snap.leaderboards) {
+    for (const id of b.breakdownAttributes) {
+      const key = snap.attributesById.get(id)?.key;
+      if (key) breakdown.add(key);
+    }
+  }
+  plan.breakdownKeys = [...breakdown];
+  const a = plan.achievements;
+  const triggers = plan.systems.reduce((n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length, 0);
+  const idCount = a.metric.length + a.streak.length + a.composite.length + 1 + triggers;
+  return { plan, json: JSON.stringify(plan), idCount };
+}
+
+const cache = new WeakMap<Snapshot, Map<string, CompiledPlan>>();
+
+/** The plan of an op, compiled once per configuration snapshot. O(1) after the first call. */
+export function planFor(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: string): CompiledPlan {
+  let perSnap = cache.get(snap);
+  if (!perSnap) {
+    perSnap = new Map();
+    cache.set(snap, perSnap);
+  }
+  const cacheKey = `${kind}:${ref ?? ''}`;
+  let compiled = perSnap.get(cacheKey);
+  if (!compiled) {
+    compiled = compile(snap, kind, ref);
+    perSnap.set(cacheKey, compiled);
+  }
+  return compiled;
+}

@@ -1,0 +1,257 @@
+import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { Snapshot } from '../catalog/snapshot';
+import type { Deps } from '../deps';
+import { AppError, notFound, unprocessable } from '../errors';
+import { boostStatus } from './boost-status';
+import { multiplierFraction } from './decimal';
+import { leaderboardStatus } from './leaderboard-status';
+import { localDate, periodIndex } from './periods';
+import { planFor, type Plan } from './plan';
+import { runContaining, runFinalizationMs } from './runs';
+
+/** The user object of a request after validation (null fields already dropped). */
+export interface UserInput {
+  id: string;
+  email?: string | undefined;
+  name?: string | undefined;
+  tz?: string | undefined;
+  deviceTokens?: string[] | undefined;
+  subscribeToEmails?: boolean | undefined;
+  attributes?: Record<string, string> | undefined;
+}
+
+export type UserOp =
+  | {
+      kind: 'event';
+      metricId: string;
+      user: UserInput;
+      valueMicros: number;
+      eventAttributes?: Record<string, string> | undefined;
+      idempotencyKey?: string | undefined;
+    }
+  | { kind: 'complete'; achievementId: string; user: UserInput }
+  | { kind: 'upsert'; user: UserInput; mustExist?: boolean };
+
+export interface LuaAward {
+  id: string;
+  awarded: number;
+  total: number;
+  trigger: string;
+  boosts: string[];
+  date: number;
+}
+
+export interface LuaStreak {
+  length: number;
+  started?: string;
+  lastMet?: number;
+  freezes: number;
+  extended: boolean;
+  changed?: boolean;
+  lost?: number;
+  periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+}
+
+export interface UserOpResult {
+  /** Set on an idempotent replay: the original event id. */
+  replayOf?: string;
+  /** Set when an API completion had already happened: the original completion. */
+  already?: { cid: string; at: number };
+  eventId: string;
+  totalMicros: number;
+  created: boolean;
+  seq: number;
+  completions: Array<{ id: string; cid: string; at: number }>;
+  points: Array<{ sys: string; total: number; added: number; awards: LuaAward[]; lb: string; la: string }>;
+  streak: LuaStreak;
+  boards: Array<{ id: string; run: string; value: string }>;
+  breakdown: Record<string, string>;
+  profile: Record<string, string>;
+  /** The time context the op was evaluated in. */
+  tz: string;
+  localDate: string;
+  periodIdx: number;
+  now: number;
+}
+
+/** Last time zone seen per user: the script checks it and asks again when it was wrong. */
+const tzCache = new LRUCache<string, string>({ max: 200_000 });
+
+/** cjson writes empty arrays as {}: read any list through this. */
+export const asArray = <T>(v: T[] | Record<string, never> | undefined | null): T[] => (Array.isArray(v) ? v : []);
+
+function boostsFor(snap: Snapshot, plan: Plan, userId: string, date: string) {
+  const out: Record<string, Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>> = {};
+  for (const ps of plan.systems) {
+    const sys = snap.systemsById.get(ps.id)!;
+    const list = sys.boosts
+      .filter((b) => (b.userId === null || b.userId === userId) && boostStatus(b.start, b.end, date) === 'active')
+      .map((b) => {
+        const f = multiplierFraction(b.multiplier);
+        return {
+          id: b.id,
+          num: f.num,
+          den: f.den,
+          r: b.rounding,
+          uf: b.userAttributes.map(
+            (x) => [snap.attributesById.get(x.attributeId)?.key ?? '', x.attributeValue] as [string, string],
+          ),
+        };
+      });
+    if (list.length) out[ps.id] = list;
+  }
+  return out;
+}
+
+/** The boards this op may move, with the run its local date falls in (semantics §6.3). */
+function boardsFor(snap: Snapshot, plan: Plan, op: UserOp, now: number, date: string) {
+  const out: Array<{ id: string; run: string; kind: string; ref: string }> = [];
+  const systems = new Set(plan.systems.map((s) => s.id));
+  for (const b of snap.leaderboards) {
+    let ref: string | null = null;
+    if (b.rankBy === 'metric' && op.kind === 'event' && b.metricId === op.metricId) ref = b.metricId;
+    else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId)) ref = b.pointsSystemId;
+    else if (b.rankBy === 'streak' && op.kind === 'event' && plan.streak.on) ref = 'streak';
+    if (!ref || leaderboardStatus(b, now) !== 'active') continue;
+    const run = runContaining(b, date);
+    if (!run || (run.end !== null && now >= runFinalizationMs(run.end))) continue;
+    out.push({ id: b.id, run: run.start, kind: b.rankBy, ref });
+  }
+  return out;
+}
+
+function luaUser(u: UserInput) {
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    tz: u.tz,
+    dt: u.deviceTokens ? JSON.stringify(u.deviceTokens) : undefined,
+    sub: u.subscribeToEmails,
+    attrs: u.attributes && Object.keys(u.attributes).length ? u.attributes : undefined,
+  };
+}
+
+/**
+ * Applies one op to one user in a single atomic script call (plus a retry when the user's time
+ * zone was not the one assumed). Global counters are updated afterwards, outside the user's slot.
+ */
+export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
+  const snap = deps.catalog.snapshot;
+  const ref = op.kind === 'event' ? op.metricId : op.kind === 'complete' ? op.achievementId : undefined;
+  const compiled = planFor(snap, op.kind, ref);
+  const { plan } = compiled;
+  const keys = deps.keys.user(op.user.id);
+  const systemKeys = plan.systems.map((s) => keys.awards(s.id));
+  const allKeys = [
+    keys.profile,
+    keys.metrics,
+    keys.counters,
+    keys.achievements,
+    keys.points,
+    keys.streak,
+    keys.idempotency,
+    keys.boards,
+    keys.outbox,
+    ...systemKeys,
+  ];
+  const now = deps.clock.now();
+  const eventId = randomUUID();
+  const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
+  let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const date = localDate(now, tz);
+    const periodIdx = periodIndex(plan.streak.freq, date);
+    const input = {
+      op: op.kind,
+      now,
+      eventId,
+      ids,
+      user: luaUser(op.user),
+      assumedTz: tz,
+      localDate: date,
+      periodIdx,
+      value: op.kind === 'event' ? String(op.valueMicros) : undefined,
+      eattrs: op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length ? op.eventAttributes : undefined,
+      idem: op.kind === 'event' && op.idempotencyKey ? `${op.metricId}|${op.idempotencyKey}` : undefined,
+      mustExist: op.kind === 'upsert' ? op.mustExist : undefined,
+      boosts: boostsFor(snap, plan, op.user.id, date),
+      boards: boardsFor(snap, plan, op, now, date),
+    };
+    const raw = await deps.redis.applyUserOp(allKeys.length, ...allKeys, compiled.json, JSON.stringify(input));
+    const reply = JSON.parse(raw);
+    if (reply.err === 'TZ') {
+      tz = reply.tz;
+      continue;
+    }
+    if (reply.err) throw scriptError(reply.err);
+    tzCache.set(op.user.id, tz);
+    const ctx = { tz, localDate: date, periodIdx, now };
+    if (reply.replay) {
+      return {
+        ...ctx,
+        replayOf: reply.replay,
+        eventId: reply.replay,
+        totalMicros: Number(reply.total),
+        created: false,
+        seq: 0,
+        completions: [],
+        points: [],
+        streak: { ...reply.streak, extended: false },
+        boards: [],
+        breakdown: {},
+        profile: {},
+      };
+    }
+    const result: UserOpResult = {
+      ...ctx,
+      eventId: reply.eventId,
+      totalMicros: Number(reply.total),
+      created: reply.created,
+      seq: reply.seq,
+      completions: asArray(reply.completions),
+      points: asArray(reply.points as UserOpResult['points']).map((p) => ({ ...p, awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })) })),
+      streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
+      boards: asArray(reply.boards),
+      breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,
+      profile: reply.profile,
+    };
+    if (reply.already) result.already = JSON.parse(reply.already);
+    await updateGlobals(deps, result);
+    return result;
+  }
+  throw new AppError('UNAVAILABLE', 'Service unavailable');
+}
+
+function scriptError(code: string): AppError {
+  switch (code) {
+    case 'NO_USER':
+      return notFound('User not found');
+    case 'OVERFLOW':
+      return unprocessable('value would carry a total beyond 9007199254 in magnitude');
+    case 'LOCKED':
+      return unprocessable('Achievement is locked');
+    case 'NOT_ELIGIBLE':
+      return unprocessable('User is not eligible for this achievement');
+    default:
+      return new AppError('INTERNAL', `Unexpected script error ${code}`);
+  }
+}
+
+/**
+ * Counters that span users (user count, achievement completions) live in their own slots and are
+ * updated after the user's script; the history writer repairs them from the outbox after a crash.
+ */
+async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
+  if (!r.created && r.completions.length === 0) return;
+  const g = deps.keys.global;
+  const pipe = deps.redis.pipeline();
+  if (r.created) pipe.incr(g.userCount);
+  for (const c of r.completions) pipe.hincrby(g.achievementCompletions, c.id, 1);
+  try {
+    await pipe.exec();
+  } catch (err) {
+    deps.logger.warn({ err }, 'global counters not updated; the history writer will repair them');
+  }
+}

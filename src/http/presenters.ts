@@ -1,0 +1,159 @@
+import type {
+  AchievementRow,
+  BoostRow,
+  LevelRow,
+  PointsSystemConfig,
+  PointsSystemRow,
+  Snapshot,
+  TriggerRow,
+} from '../catalog/snapshot';
+import type { StoredFilter } from '../db/schema';
+import { boostStatus } from '../engine/boost-status';
+import { fromMicros } from '../engine/decimal';
+import { periodBounds } from '../engine/periods';
+import type { LuaAward, LuaStreak } from '../engine/user-op';
+
+// Response shapes of the application API (application-api.md §7), built from configuration rows.
+
+export const isoMs = (ms: number) => new Date(ms).toISOString();
+
+export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
+  return filters.map((f) => ({ key: snap.attributesById.get(f.attributeId)?.key ?? '', value: f.attributeValue }));
+}
+
+/** AchievementResponse (+ achievedAt when given). */
+export function achievementResponse(snap: Snapshot, a: AchievementRow, achievedAt?: number | null) {
+  const out: Record<string, unknown> = {
+    id: a.id,
+    name: a.name,
+    trigger: a.trigger,
+    key: a.key,
+    description: a.description,
+    badgeUrl: a.badgeUrl,
+    userAttributes: attributeFilters(snap, a.userAttributes),
+  };
+  if (a.trigger === 'metric') {
+    const m = a.metricId ? snap.metricsById.get(a.metricId) : undefined;
+    out.metricId = a.metricId;
+    out.metricName = m?.name ?? '';
+    out.metricValue = a.metricValue;
+    const ef = attributeFilters(snap, a.eventAttributes);
+    out.eventAttributes = ef;
+    if (ef.length) out.eventAttribute = ef[0];
+  }
+  if (a.trigger === 'streak') out.streakLength = a.streakLength;
+  if (a.trigger === 'achievement') out.achievementIds = a.achievementIds;
+  if (achievedAt !== undefined) out.achievedAt = achievedAt === null ? null : isoMs(achievedAt);
+  return out;
+}
+
+/** PointsTrigger; deleted triggers show as archived. */
+export function triggerResponse(snap: Snapshot, t: TriggerRow) {
+  const out: Record<string, unknown> = {
+    id: t.id,
+    type: t.type,
+    points: t.points,
+    status: t.deletedAt ? 'archived' : t.status,
+    created: t.created.toISOString(),
+    updated: t.updated.toISOString(),
+    userAttributes: attributeFilters(snap, t.userAttributes),
+  };
+  if (t.type === 'metric') {
+    out.metricId = t.metricId;
+    out.metricName = (t.metricId && snap.metricsById.get(t.metricId)?.name) ?? '';
+    out.metricThreshold = t.metricThreshold;
+    const ef = attributeFilters(snap, t.eventAttributes);
+    out.eventAttributes = ef;
+    if (ef.length) out.eventAttribute = ef[0];
+  }
+  if (t.type === 'streak') out.streakLengthThreshold = t.streakLength;
+  if (t.type === 'achievement') {
+    out.achievementId = t.achievementId;
+    out.achievementName = (t.achievementId && snap.achievementsById.get(t.achievementId)?.name) ?? '';
+  }
+  if (t.type === 'time') {
+    out.timeUnit = t.timeUnit === 'hours' ? 'hour' : 'day';
+    out.timeInterval = t.timeInterval;
+  }
+  return out;
+}
+
+/** PointsBoost, with the status on `today` (user's local date or UTC date by context). */
+export function boostResponse(b: BoostRow, today: string) {
+  return {
+    id: b.id,
+    name: b.name,
+    status: boostStatus(b.start, b.end, today),
+    start: b.start,
+    end: b.end,
+    multiplier: b.multiplier,
+    rounding: b.rounding,
+  };
+}
+
+export function levelResponse(l: LevelRow) {
+  return { id: l.id, key: l.key, name: l.name, description: l.description, badgeUrl: l.badgeUrl, points: l.points };
+}
+
+export function systemBase(sys: PointsSystemRow) {
+  return {
+    id: sys.id,
+    key: sys.key,
+    name: sys.name,
+    description: sys.description,
+    badgeUrl: sys.badgeUrl,
+    maxPoints: sys.maxPoints,
+  };
+}
+
+/** The level a total reaches (highest threshold ≤ total), or null. */
+export function levelOf(sys: PointsSystemConfig, total: number): LevelRow | null {
+  let found: LevelRow | null = null;
+  for (const l of sys.levels) if (l.points <= total) found = l;
+  return found;
+}
+
+/** PointsAward from a stored award. */
+export function awardResponse(snap: Snapshot, sys: PointsSystemConfig, a: LuaAward, today: string) {
+  const trigger = snap.triggersById.get(a.trigger);
+  const boosts = a.boosts
+    .map((id) => sys.boosts.find((b) => b.id === id))
+    .filter((b): b is BoostRow => b !== undefined)
+    .map((b) => boostResponse(b, today));
+  return {
+    id: a.id,
+    awarded: a.awarded,
+    date: isoMs(a.date),
+    total: a.total,
+    trigger: trigger ? triggerResponse(snap, trigger) : { id: a.trigger, status: 'archived' },
+    boosts,
+  };
+}
+
+/** BaseStreakResponse for a streak state seen on the period `periodIdx` (the user's today). */
+export function streakResponse(snap: Snapshot, s: Pick<LuaStreak, 'length' | 'started' | 'lastMet' | 'freezes'>, periodIdx: number) {
+  const cfg = snap.streak;
+  const freq = cfg.frequency;
+  const enabled = cfg.enabled && cfg.conditions.length > 0;
+  const current = periodBounds(freq, periodIdx);
+  const length = enabled ? s.length : 0;
+  const out: Record<string, unknown> = {
+    length,
+    frequency: freq,
+    started: length > 0 ? (s.started ?? null) : null,
+    periodStart: enabled ? current.start : null,
+    periodEnd: enabled ? current.end : null,
+    expires: length > 0 && s.lastMet !== undefined ? periodBounds(freq, s.lastMet + 1).end : null,
+  };
+  if (cfg.freezesEnabled) {
+    out.freezes = s.freezes ?? 0;
+    out.maxFreezes = cfg.maxFreezes;
+  }
+  if (cfg.freezeAutoEarnAmount !== null && cfg.freezeAutoEarnInterval !== null) {
+    out.freezeAutoEarnInterval = cfg.freezeAutoEarnInterval;
+    out.freezeAutoEarnAmount = cfg.freezeAutoEarnAmount;
+  }
+  return out;
+}
+
+export const metricTotal = (micros: number) => fromMicros(micros);

@@ -1,0 +1,52 @@
+import type { Snapshot } from '../../catalog/snapshot';
+import type { UserInput } from '../../engine/user-op';
+import { isValidTimeZone } from '../../engine/periods';
+import { invalidAttributeKeys, unprocessable } from '../../errors';
+import { z } from '../../zod';
+
+const attributeMap = z.record(z.string(), z.string().max(255, 'attribute values must be at most 255 characters'));
+
+/** UpdatedUser (application-api §7.2): null in any field means "not provided". */
+export const UpdatedUserSchema = z
+  .object({
+    email: z.string().max(320).refine((e) => e.includes('@'), 'must be an e-mail address').nullish(),
+    name: z.string().min(1).max(255).nullish(),
+    tz: z.string().nullish(),
+    deviceTokens: z.array(z.string().min(1).max(1024)).max(100).nullish(),
+    subscribeToEmails: z.boolean().nullish(),
+    attributes: attributeMap.nullish(),
+  })
+  .openapi('UpdatedUser');
+
+export const UpsertedUserSchema = UpdatedUserSchema.extend({ id: z.string().min(1).max(255) }).openapi('UpsertedUser');
+
+export const EventAttributesSchema = attributeMap;
+
+type Updated = z.output<typeof UpdatedUserSchema>;
+
+/** An input-domain check (422), done before resources named in the path are looked up. */
+export function checkTimeZone(u: Updated): void {
+  if (u.tz != null && !isValidTimeZone(u.tz)) throw unprocessable(`Unknown time zone: ${u.tz}`);
+}
+
+/** Drops nulls and checks attribute keys against configuration (422). */
+export function toUserInput(snap: Snapshot, id: string, u: Updated): UserInput {
+  checkTimeZone(u);
+  if (u.attributes) checkAttributeKeys(snap, u.attributes, 'user');
+  return {
+    id,
+    email: u.email ?? undefined,
+    name: u.name ?? undefined,
+    tz: u.tz ?? undefined,
+    deviceTokens: u.deviceTokens ? [...new Set(u.deviceTokens)] : undefined,
+    subscribeToEmails: u.subscribeToEmails ?? undefined,
+    attributes: u.attributes ?? undefined,
+  };
+}
+
+/** Unknown keys → 422 `Invalid attribute keys: a, b.` in the order given. */
+export function checkAttributeKeys(snap: Snapshot, attrs: Record<string, string>, type: 'user' | 'event'): void {
+  const known = type === 'user' ? snap.userAttributesByKey : snap.eventAttributesByKey;
+  const unknown = Object.keys(attrs).filter((k) => !known.has(k));
+  if (unknown.length) throw invalidAttributeKeys(unknown);
+}
