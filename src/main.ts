@@ -39,7 +39,15 @@ async function shutdown(signal: string) {
   const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS);
   timer.unref();
   // Stop accepting, let in-flight requests finish, then stop workers and close pools.
-  if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (server) {
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // close() would wait out the keep-alive timeout of connections that go idle after it; drop them at once.
+    const sweep = setInterval(() => {
+      if ('closeIdleConnections' in server) server.closeIdleConnections();
+    }, 50);
+    await closed;
+    clearInterval(sweep);
+  }
   if (workers) await workers.stop();
   await closeDeps(deps);
   process.exit(0);
