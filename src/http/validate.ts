@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { AppError, badRequest, unprocessable } from '../errors';
+import { type AppError, badRequest, unprocessable } from '../errors';
 
 const STRUCTURAL = new Set(['invalid_type', 'invalid_union', 'unrecognized_keys']);
 
@@ -77,4 +77,31 @@ export function queryList(c: Context, name: string): string[] {
   return queryAll(c, name)
     .flatMap((v) => v.split(','))
     .filter((v) => v !== '');
+}
+
+/**
+ * `userAttributes` filter (application-api §6.1): key:value pairs, comma-separated, repeated
+ * parameters concatenated; each pair splits at its first ':'. Syntax only; keys are checked later.
+ */
+export function queryAttributeFilter(c: Context): Array<[string, string]> | undefined {
+  const raw = queryAll(c, 'userAttributes');
+  if (raw.length === 0) return undefined;
+  const pairs = raw.flatMap((v) => v.split(','));
+  return pairs.map((p) => {
+    const i = p.indexOf(':');
+    const key = i < 0 ? p : p.slice(0, i);
+    const value = i < 0 ? '' : p.slice(i + 1);
+    if (!key || !value) throw unprocessable('userAttributes must be key:value pairs');
+    return [key, value];
+  });
+}
+
+/** A date query parameter (YYYY-MM-DD, a real calendar date) or undefined. */
+export function queryDate(c: Context, name: string): string | undefined {
+  const raw = queryOne(c, name);
+  if (raw === undefined) return undefined;
+  const t = /^\d{4}-\d{2}-\d{2}$/.test(raw) ? Date.parse(`${raw}T00:00:00Z`) : Number.NaN;
+  if (Number.isNaN(t) || new Date(t).toISOString().slice(0, 10) !== raw)
+    throw unprocessable(`${name} must be a date YYYY-MM-DD`);
+  return raw;
 }

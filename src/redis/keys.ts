@@ -63,8 +63,11 @@ export class Keys {
     return {
       /** Sorted set of one run and breakdown group. */
       ranking: (runStart: string, group: string) => `${base}:run:${runStart}:g:${group}`,
-      /** Member metadata of one run: userId -> JSON {group, seq, value, changedAt}. */
+      /** Member metadata of one run: userId -> "value|changedAt|group|seq|expires". */
       members: (runStart: string) => `${base}:run:${runStart}:members`,
+      /** Rank/value change history of one user in one run (newest first, capped). */
+      history: (runStart: string, userId: string) => `${base}:run:${runStart}:hist:${userId}`,
+      historyPrefix: (runStart: string) => `${base}:run:${runStart}:hist:`,
     };
   }
 

@@ -15,7 +15,13 @@ import {
   streakResponse,
   systemBase,
 } from '../../presenters';
-import { checkAttributeKeys, checkTimeZone, EventAttributesSchema, toUserInput, UpsertedUserSchema } from '../../schemas/user';
+import {
+  checkAttributeKeys,
+  checkTimeZone,
+  EventAttributesSchema,
+  toUserInput,
+  UpsertedUserSchema,
+} from '../../schemas/user';
 import { parseWith, readJson } from '../../validate';
 import { z } from '../../../zod';
 import { leaderboardEntries } from './leaderboard-entries';

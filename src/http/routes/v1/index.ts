@@ -3,12 +3,17 @@ import type { Deps } from '../../../deps';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { documentEvents, recordEventHandler } from './events';
+import { mountLeaderboards } from './leaderboards';
 
 /** Every /v1 route, plus the event handler for its legacy /api alias. */
-export function v1Routes(deps: Deps, registry: OpenAPIRegistry): { routes: Hono<AppEnv>; recordEvent: Handler<AppEnv> } {
+export function v1Routes(
+  deps: Deps,
+  registry: OpenAPIRegistry,
+): { routes: Hono<AppEnv>; recordEvent: Handler<AppEnv> } {
   const routes = new Hono<AppEnv>();
   const recordEvent = recordEventHandler(deps);
   routes.post('/metrics/:key/event', recordEvent);
   documentEvents(registry);
+  mountLeaderboards(routes, deps, registry);
   return { routes, recordEvent };
 }

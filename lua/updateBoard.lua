@@ -1,0 +1,128 @@
+--[[
+updateBoard: moves one user on one leaderboard run (semantics §6.4, §6.5, §6.7), atomically in the
+board's slot.
+
+Ordering without losing precision: a ranking is a sorted set with score = -value (values are integers:
+points, streak lengths, or metric millionths, all below 2^53) and member = "<changedAt, 15 digits>|<userId>".
+Ascending order is then value descending, earliest change first, then user id in byte order.
+
+KEYS[1] members hash of the run: userId -> "value|changedAt|group|seq|expires"
+KEYS[2] ranking sorted set of the user's breakdown group (as the caller computed it)
+KEYS[3] history list of this user in the run (LeaderboardEvent JSON, newest first)
+KEYS[4] history list prefix of the run (evicted users' lists are KEYS[4] .. userId)
+
+ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
+ARGV[4] nowMs       ARGV[5] group                    ARGV[6] maxParticipants
+ARGV[7] expires (ms, 0 = never; streak boards: when the streak breaks without activity)
+
+Reply: JSON {prevRank, rank, prevValue, value, threshold, stale, evicted}
+  or {"err":"GROUP","group":"<g>"} when the user entered this run in another group: call again with it.
+]]
+
+local K_MEMBERS, K_RANKING, K_HIST, HIST_PREFIX = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local userId = ARGV[1]
+local value = tonumber(ARGV[2])
+local seq = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+local group = ARGV[5]
+local max = tonumber(ARGV[6])
+local expires = ARGV[7]
+
+local function fmtValue(n)
+  return string.format('%.0f', n)
+end
+
+local function memberOf(changedAt, id)
+  return string.format('%015.0f', changedAt) .. '|' .. id
+end
+
+local function split(s)
+  local out = {}
+  for part in string.gmatch(s, '([^|]*)|?') do out[#out + 1] = part end
+  return out
+end
+
+local function rankOf(member)
+  local r = redis.call('ZRANK', K_RANKING, member)
+  if r then return r + 1 end
+  return nil
+end
+
+local function threshold()
+  if redis.call('ZCARD', K_RANKING) < max then return 0 end
+  local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
+  return -tonumber(lowest[2])
+end
+
+local prevValue, prevChanged, prevSeq = nil, nil, -1
+local stored = redis.call('HGET', K_MEMBERS, userId)
+if stored then
+  local f = split(stored)
+  if f[3] ~= group then return cjson.encode({ err = 'GROUP', group = f[3] }) end
+  prevValue, prevChanged, prevSeq = tonumber(f[1]), tonumber(f[2]), tonumber(f[4])
+end
+
+local prevMember = prevChanged and memberOf(prevChanged, userId) or nil
+local prevRank = prevMember and rankOf(prevMember) or nil
+local rankedPrevValue = prevRank and prevValue or nil
+
+-- A late or repeated update never moves a user backwards.
+if seq <= prevSeq then
+  return cjson.encode({
+    prevRank = prevRank, rank = prevRank, prevValue = rankedPrevValue, value = rankedPrevValue,
+    threshold = threshold(), stale = true,
+  })
+end
+
+local changedAt = prevChanged
+if prevValue ~= value or prevChanged == nil then changedAt = now end
+local member = memberOf(changedAt, userId)
+local evicted = nil
+local rank = nil
+
+if prevRank and member ~= prevMember then redis.call('ZREM', K_RANKING, prevMember) end
+if value > 0 then
+  if prevRank or redis.call('ZCARD', K_RANKING) < max then
+    redis.call('ZADD', K_RANKING, -value, member)
+  else
+    local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
+    if value > -tonumber(lowest[2]) then
+      redis.call('ZREM', K_RANKING, lowest[1])
+      redis.call('ZADD', K_RANKING, -value, member)
+      evicted = { member = lowest[1], value = -tonumber(lowest[2]) }
+    end
+  end
+  rank = rankOf(member)
+end
+
+redis.call('HSET', K_MEMBERS, userId, fmtValue(value) .. '|' .. string.format('%.0f', changedAt) .. '|' .. group .. '|'
+  .. string.format('%.0f', seq) .. '|' .. expires)
+
+local rankedValue = rank and value or nil
+local evictedUser = nil
+if evicted then
+  evictedUser = string.sub(evicted.member, 17)
+  local e = cjson.encode({ t = now, pr = max, r = cjson.null, pv = fmtValue(evicted.value), v = cjson.null })
+  redis.call('LPUSH', HIST_PREFIX .. evictedUser, e)
+  redis.call('LTRIM', HIST_PREFIX .. evictedUser, 0, 99)
+end
+if prevRank ~= rank or rankedPrevValue ~= rankedValue then
+  local e = cjson.encode({
+    t = now,
+    pr = prevRank or cjson.null,
+    r = rank or cjson.null,
+    pv = rankedPrevValue and fmtValue(rankedPrevValue) or cjson.null,
+    v = rankedValue and fmtValue(rankedValue) or cjson.null,
+  })
+  redis.call('LPUSH', K_HIST, e)
+  redis.call('LTRIM', K_HIST, 0, 99)
+end
+
+return cjson.encode({
+  prevRank = prevRank,
+  rank = rank,
+  prevValue = rankedPrevValue and fmtValue(rankedPrevValue),
+  value = rankedValue and fmtValue(rankedValue),
+  threshold = fmtValue(threshold()),
+  evicted = evictedUser,
+})

@@ -1,0 +1,304 @@
+import { and, asc, eq } from 'drizzle-orm';
+import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
+import { leaderboardRunResults } from '../db/schema';
+import type { Deps } from '../deps';
+import { unprocessable } from '../errors';
+import { fromMicros } from './decimal';
+import { leaderboardStatus, utcDate } from './leaderboard-status';
+import { addDays, instantOfLocalMidnight, periodBounds } from './periods';
+import { type Run, runByIndex, runContaining, runFinalizationMs } from './runs';
+import type { UserOpResult } from './user-op';
+
+/** One board move as the board script answered it (values already converted to numbers). */
+export interface BoardMove {
+  board: LeaderboardRow;
+  run: Run;
+  group: string;
+  groupValues: Array<{ key: string; value: string }>;
+  prevRank: number | null;
+  rank: number | null;
+  prevValue: number | null;
+  value: number | null;
+  threshold: number;
+}
+
+/** Board values are integers in Redis: metric boards hold millionths. */
+export const boardValue = (board: LeaderboardRow, raw: string | number) =>
+  board.rankBy === 'metric' ? fromMicros(Number(raw)) : Number(raw);
+
+/** Breakdown attribute keys of a board, in configuration order. */
+export function breakdownKeys(snap: Snapshot, board: LeaderboardRow): string[] {
+  return board.breakdownAttributes.map((id) => snap.attributesById.get(id)?.key ?? '');
+}
+
+/** The group key of a combination of breakdown values ('' for boards without breakdowns). */
+export const groupKey = (values: string[]) => values.map(encodeURIComponent).join(',');
+
+export function decodeGroup(snap: Snapshot, board: LeaderboardRow, group: string) {
+  const keys = breakdownKeys(snap, board);
+  const values = group === '' ? [] : group.split(',').map(decodeURIComponent);
+  return keys.map((key, i) => ({ key, value: values[i] ?? '' }));
+}
+
+/** When a streak stops counting without activity: the end of the period after the freezes run out. */
+function streakExpiry(snap: Snapshot, r: UserOpResult): number {
+  if (r.streak.length <= 0 || r.streak.lastMet === undefined) return 0;
+  const freezes = snap.streak.freezesEnabled ? r.streak.freezes : 0;
+  const lastCovered = periodBounds(snap.streak.frequency, r.streak.lastMet + 1 + freezes).end;
+  return instantOfLocalMidnight(addDays(lastCovered, 1), r.tz);
+}
+
+/**
+ * Applies the board values an op produced: one script call per board on the board's slot.
+ * Returns the moves, in configuration order.
+ */
+export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<BoardMove[]> {
+  const snap = deps.catalog.snapshot;
+  const moves = await Promise.all(
+    r.boards.map(async (u) => {
+      const board = snap.leaderboardsById.get(u.id);
+      if (!board) return null;
+      const run = runContaining(board, r.localDate);
+      if (!run || run.start !== u.run) return null;
+      const keys = breakdownKeys(snap, board);
+      const values = keys.map((k) => r.breakdown[k]);
+      if (values.some((v) => v === undefined)) return null; // never entered without every breakdown value
+      let group = groupKey(values as string[]);
+      const expires = board.rankBy === 'streak' ? streakExpiry(snap, r) : 0;
+      const bk = deps.keys.board(board.id);
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const raw = await deps.redis.updateBoard(
+          4,
+          bk.members(run.start),
+          bk.ranking(run.start, group),
+          bk.history(run.start, r.profile.id ?? ''),
+          bk.historyPrefix(run.start),
+          r.profile.id ?? '',
+          u.value,
+          String(r.seq),
+          String(r.now),
+          group,
+          String(board.maxParticipants),
+          String(expires),
+        );
+        const reply = JSON.parse(raw);
+        if (reply.err === 'GROUP') {
+          group = reply.group;
+          continue;
+        }
+        const conv = (v: unknown) => (v === undefined || v === null ? null : boardValue(board, v as string));
+        return {
+          board,
+          run,
+          group,
+          groupValues: decodeGroup(snap, board, group),
+          prevRank: reply.prevRank ?? null,
+          rank: reply.rank ?? null,
+          prevValue: conv(reply.prevValue),
+          value: conv(reply.value),
+          threshold: conv(reply.threshold) ?? 0,
+        } satisfies BoardMove;
+      }
+      return null;
+    }),
+  );
+  return moves.filter((m): m is BoardMove => m !== null);
+}
+
+// ---------------------------------------------------------------- reads
+
+/** The run a read refers to (semantics §6.6); a bad `run` date → 422. */
+export function runForRead(board: LeaderboardRow, nowMs: number, today: string, runDate?: string): Run {
+  const status = leaderboardStatus(board, nowMs);
+  let current: Run | null;
+  if (status === 'scheduled') current = runByIndex(board, 0);
+  else if (status === 'finished') {
+    const last = board.finishedAt ? utcDate(board.finishedAt.getTime()) : (board.end ?? today);
+    current = runContaining(board, last < board.start ? board.start : last) ?? runByIndex(board, 0);
+  } else {
+    const d = board.end !== null && today > board.end ? board.end : today < board.start ? board.start : today;
+    current = runContaining(board, d);
+  }
+  if (!current) throw unprocessable('The leaderboard has no run');
+  if (runDate === undefined) return current;
+  const run = runContaining(board, runDate);
+  if (!run || run.index > current.index)
+    throw unprocessable('run is outside the leaderboard or after its current run');
+  return run;
+}
+
+export interface Ranked {
+  userId: string;
+  rank: number;
+  value: number;
+}
+
+const userOf = (member: string) => member.slice(16);
+
+/** Every ranked entry of a group, skipping streaks that have lapsed (streak boards only). O(n), n ≤ 1000. */
+async function allRanked(deps: Deps, board: LeaderboardRow, run: Run, group: string): Promise<Ranked[]> {
+  const bk = deps.keys.board(board.id);
+  const flat = await deps.redis.zrange(bk.ranking(run.start, group), 0, -1, 'WITHSCORES');
+  let entries: Array<{ userId: string; value: number }> = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    entries.push({ userId: userOf(flat[i]!), value: boardValue(board, -Number(flat[i + 1])) });
+  }
+  if (board.rankBy === 'streak' && entries.length) {
+    const meta = await deps.redis.hmget(bk.members(run.start), ...entries.map((e) => e.userId));
+    const now = deps.clock.now();
+    entries = entries.filter((_, i) => {
+      const expires = Number(meta[i]?.split('|')[4] ?? 0);
+      return expires === 0 || expires > now;
+    });
+  }
+  return entries.map((e, i) => ({ ...e, rank: i + 1 }));
+}
+
+/** A window of ranked users: from `offset`, or from the user's index + offset when userId is given. */
+export async function rankingsWindow(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  group: string,
+  opts: { offset: number; limit: number; userId?: string | undefined },
+): Promise<Ranked[]> {
+  if (isFinalised(run, deps.clock.now())) {
+    const all = await snapshotRankings(deps, board, run, group);
+    return windowOf(all, opts);
+  }
+  if (board.rankBy === 'streak') return windowOf(await allRanked(deps, board, run, group), opts);
+  const bk = deps.keys.board(board.id);
+  const zkey = bk.ranking(run.start, group);
+  let start = opts.offset;
+  if (opts.userId !== undefined) {
+    const meta = await deps.redis.hget(bk.members(run.start), opts.userId);
+    if (!meta) return [];
+    const changedAt = Number(meta.split('|')[1]);
+    const idx = await deps.redis.zrank(zkey, `${String(changedAt).padStart(15, '0')}|${opts.userId}`);
+    if (idx === null) return [];
+    start = Math.max(0, idx + opts.offset);
+  }
+  if (opts.limit === 0) return [];
+  const flat = await deps.redis.zrange(zkey, start, start + opts.limit - 1, 'WITHSCORES');
+  const out: Ranked[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    out.push({
+      userId: userOf(flat[i]!),
+      value: boardValue(board, -Number(flat[i + 1])),
+      rank: start + i / 2 + 1,
+    });
+  }
+  return out;
+}
+
+function windowOf(
+  all: Ranked[],
+  opts: { offset: number; limit: number; userId?: string | undefined },
+): Ranked[] {
+  let start = opts.offset;
+  if (opts.userId !== undefined) {
+    const idx = all.findIndex((e) => e.userId === opts.userId);
+    if (idx < 0) return [];
+    start = Math.max(0, idx + opts.offset);
+  }
+  return all.slice(start, start + opts.limit);
+}
+
+/** The user's rank and value in a run (both null when not ranked). */
+export async function userStanding(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  userId: string,
+): Promise<{ rank: number | null; value: number | null; group: string | null }> {
+  const meta = await deps.redis.hget(deps.keys.board(board.id).members(run.start), userId);
+  if (!meta) return { rank: null, value: null, group: null };
+  const group = meta.split('|')[2] ?? '';
+  const [me] = await rankingsWindow(deps, board, run, group, { offset: 0, limit: 1, userId });
+  return me ? { rank: me.rank, value: me.value, group } : { rank: null, value: null, group };
+}
+
+/** The user's most recent rank/value changes in a run, oldest → newest. */
+export async function userHistory(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  userId: string,
+  count: number,
+) {
+  if (count === 0) return [];
+  const raw = await deps.redis.lrange(deps.keys.board(board.id).history(run.start, userId), 0, count - 1);
+  const conv = (v: unknown) => (v === null || v === undefined ? null : boardValue(board, v as string));
+  return raw.reverse().map((s) => {
+    const e = JSON.parse(s);
+    return {
+      timestamp: new Date(e.t).toISOString(),
+      previousRank: e.pr ?? null,
+      rank: e.r ?? null,
+      previousValue: conv(e.pv),
+      value: conv(e.v),
+    };
+  });
+}
+
+export const isFinalised = (run: Run, nowMs: number) =>
+  run.end !== null && nowMs >= runFinalizationMs(run.end);
+
+/**
+ * Rankings of a finalised run, from its Postgres snapshot; the snapshot is taken on first need
+ * (the scheduler takes it too) and never changes afterwards.
+ */
+export async function snapshotRankings(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  group: string,
+): Promise<Ranked[]> {
+  const read = () =>
+    deps.db
+      .select()
+      .from(leaderboardRunResults)
+      .where(
+        and(
+          eq(leaderboardRunResults.leaderboardId, board.id),
+          eq(leaderboardRunResults.runStart, run.start),
+          eq(leaderboardRunResults.groupKey, group),
+        ),
+      )
+      .orderBy(asc(leaderboardRunResults.rank));
+  let rows = await read();
+  if (rows.length === 0) {
+    await finaliseRun(deps, board, run);
+    rows = await read();
+  }
+  return rows.map((r) => ({ userId: r.userId, rank: r.rank, value: r.value }));
+}
+
+/** Copies every group of a run from Redis into leaderboard_run_results (idempotent). */
+export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): Promise<number> {
+  const bk = deps.keys.board(board.id);
+  const members = await deps.redis.hgetall(bk.members(run.start));
+  const groups = new Set(Object.values(members).map((m) => m.split('|')[2] ?? ''));
+  let written = 0;
+  for (const group of groups) {
+    const ranked = await allRanked(deps, board, run, group);
+    if (!ranked.length) continue;
+    await deps.db
+      .insert(leaderboardRunResults)
+      .values(
+        ranked.map((e) => ({
+          leaderboardId: board.id,
+          runStart: run.start,
+          runEnd: run.end,
+          groupKey: group,
+          userId: e.userId,
+          rank: e.rank,
+          value: e.value,
+          finalizedAt: new Date(deps.clock.now()),
+        })),
+      )
+      .onConflictDoNothing();
+    written += ranked.length;
+  }
+  return written;
+}
