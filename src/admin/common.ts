@@ -1,3 +1,4 @@
+import { randomBytes, randomInt } from 'node:crypto';
 import { z } from '../zod';
 import type { Snapshot } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
@@ -73,7 +74,7 @@ export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.outp
   const where = i.path.length ? i.path.map(String).join('.') : 'item';
   const input = (i as { input?: unknown }).input;
   const message =
-    i.code === 'invalid_type' && (input === undefined || input === null)
+    (i.code === 'invalid_type' || i.code === 'invalid_value') && (input === undefined || input === null)
       ? `${where} is required`
       : `${where}: ${i.message}`;
   throw new ItemIssue(message);
@@ -131,5 +132,42 @@ export function duplicateKey(resource: string): ItemIssue {
 export function rejectNulls(item: Record<string, unknown>, nonNullable: string[]): void {
   for (const f of nonNullable) {
     if (f in item && item[f] === null) throw new ItemIssue(`${f} cannot be null`);
+  }
+}
+
+let lastIdMs = 0;
+let idSeq = 0;
+
+/**
+ * A UUIDv7 whose order follows creation order within this process. Lists are ordered by
+ * (created, id), and `created` comes from the injected clock at millisecond precision, so items
+ * created in the same millisecond (one bulk request, or a frozen test clock) keep their order.
+ */
+export function newId(): string {
+  const now = Date.now();
+  if (now > lastIdMs) {
+    lastIdMs = now;
+    idSeq = randomInt(0, 0x800);
+  } else if (++idSeq > 0xfff) {
+    lastIdMs++;
+    idSeq = 0;
+  }
+  const b = randomBytes(16);
+  b.writeUIntBE(lastIdMs, 0, 6);
+  b[6] = 0x70 | (idSeq >> 8);
+  b[7] = idSeq & 0xff;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = b.toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** PATCH rule for fields that cannot change: repeating the current value is fine, another value is an item error. */
+export function rejectChanges(
+  item: Record<string, unknown>,
+  current: Record<string, unknown>,
+  fields: string[],
+): void {
+  for (const f of fields) {
+    if (item[f] !== undefined && item[f] !== current[f]) throw new ItemIssue(`${f} cannot be changed`);
   }
 }

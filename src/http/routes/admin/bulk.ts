@@ -15,12 +15,14 @@ export interface BulkResource<Out> {
   schemas: { resource: z.ZodType; create: z.ZodType; update: z.ZodType };
   /** Extra list query parameters, documented (e.g. userId). */
   listQuery?: z.ZodObject;
+  /** Checks the parent resources named in the path (e.g. `{systemId}` → 404) before anything else. */
+  parent?(deps: Deps, c: Context<AppEnv>): Promise<void>;
   list(deps: Deps, page: { limit: number; skip: number }, c: Context<AppEnv>): Promise<Out[]>;
-  get(deps: Deps, id: string): Promise<Out | null>;
-  create?(deps: Deps, item: unknown): Promise<Out>;
-  update?(deps: Deps, item: unknown): Promise<Out>;
+  get(deps: Deps, id: string, c: Context<AppEnv>): Promise<Out | null>;
+  create?(deps: Deps, item: unknown, c: Context<AppEnv>): Promise<Out>;
+  update?(deps: Deps, item: unknown, c: Context<AppEnv>): Promise<Out>;
   /** Deletes one; throws ItemIssue when it cannot. */
-  remove?(deps: Deps, id: string): Promise<void>;
+  remove?(deps: Deps, id: string, c: Context<AppEnv>): Promise<void>;
   /** Max items of a create array (default 100). */
   maxItems?: number;
 }
@@ -98,7 +100,10 @@ export function mountBulk<Out>(
     },
     responses: { 200: { description: 'Oldest first', content: { 'application/json': { schema: z.array(r.schemas.resource) } } }, ...errors },
   });
-  app.get(path, async (c) => c.json(await r.list(deps, readPage(c), c)));
+  app.get(path, async (c) => {
+    await r.parent?.(deps, c);
+    return c.json(await r.list(deps, readPage(c), c));
+  });
 
   registry.registerPath({
     method: 'get',
@@ -109,8 +114,9 @@ export function mountBulk<Out>(
     responses: { 200: { description: 'The resource', content: { 'application/json': { schema: r.schemas.resource } } }, ...errors },
   });
   app.get(`${path}/:id`, async (c) => {
+    await r.parent?.(deps, c);
     const id = c.req.param('id');
-    const found = isUuid(id) ? await r.get(deps, id) : null;
+    const found = isUuid(id) ? await r.get(deps, id, c) : null;
     if (!found) throw notFound(`${capitalise(r.name)} not found`);
     return c.json(found as object);
   });
@@ -136,12 +142,13 @@ export function mountBulk<Out>(
       },
     });
     app.post(path, async (c) => {
+      await r.parent?.(deps, c);
       const items = await readItems(c, max);
       const created: Out[] = [];
       const problems: AdminIssue[] = [];
       for (const [index, item] of items.entries()) {
         try {
-          created.push(await create(deps, item));
+          created.push(await create(deps, item, c));
         } catch (err) {
           problems.push(issueFrom(err, { index }));
         }
@@ -171,6 +178,7 @@ export function mountBulk<Out>(
       },
     });
     app.patch(path, async (c) => {
+      await r.parent?.(deps, c);
       const items = await readItems(c, 100);
       const updated: Out[] = [];
       const problems: AdminIssue[] = [];
@@ -178,7 +186,7 @@ export function mountBulk<Out>(
         const id = typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
         try {
           if (!id) throw new ItemIssue('id is required');
-          updated.push(await update(deps, item));
+          updated.push(await update(deps, item, c));
         } catch (err) {
           problems.push(issueFrom(err, id ? { index, id } : { index }));
         }
@@ -210,13 +218,14 @@ export function mountBulk<Out>(
       },
     });
     app.delete(path, async (c) => {
+      await r.parent?.(deps, c);
       const ids = readIds(c);
       const deleted: { id: string }[] = [];
       const problems: AdminIssue[] = [];
       for (const id of ids) {
         try {
           if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
-          await remove(deps, id);
+          await remove(deps, id, c);
           deleted.push({ id });
         } catch (err) {
           problems.push(issueFrom(err, { id }));

@@ -1,0 +1,129 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { AttributeRow, Snapshot } from '../catalog/snapshot';
+import { attributes, type StoredFilter } from '../db/schema';
+import type { Deps } from '../deps';
+import type { BulkResource } from '../http/routes/admin/bulk';
+import { z } from '../zod';
+import {
+  ItemIssue,
+  iso,
+  isUniqueViolation,
+  keySchema,
+  nameSchema,
+  newId,
+  parseItem,
+  rejectChanges,
+  rejectNulls,
+} from './common';
+
+export const AdminAttributeSchema = z
+  .object({
+    id: z.uuid(),
+    key: z.string(),
+    name: z.string(),
+    type: z.enum(['user', 'event']),
+    created: z.string(),
+    updated: z.string(),
+  })
+  .openapi('AdminAttribute');
+
+const createSchema = z
+  .object({ name: nameSchema, key: keySchema, type: z.enum(['user', 'event']) })
+  .openapi('AdminAttributeCreate');
+
+const updateSchema = z.object({ id: z.uuid(), name: nameSchema.optional() }).openapi('AdminAttributeUpdate');
+
+export const showAttribute = (a: AttributeRow) => ({
+  id: a.id,
+  key: a.key,
+  name: a.name,
+  type: a.type,
+  created: iso(a.created),
+  updated: iso(a.updated),
+});
+
+const uses = (filters: StoredFilter[], id: string) => filters.some((f) => f.attributeId === id);
+
+/** Whether any filter or leaderboard breakdown still references the attribute (admin §4 delete rule). */
+function attributeInUse(snap: Snapshot, id: string): boolean {
+  for (const s of snap.systems) {
+    if (s.triggers.some((t) => uses(t.userAttributes, id) || uses(t.eventAttributes, id))) return true;
+    if (s.boosts.some((b) => uses(b.userAttributes, id))) return true;
+  }
+  if (snap.achievements.some((a) => uses(a.userAttributes, id) || uses(a.eventAttributes, id))) return true;
+  return snap.leaderboards.some((b) => b.breakdownAttributes.includes(id));
+}
+
+async function findAttribute(deps: Deps, id: string): Promise<AttributeRow | undefined> {
+  const [row] = await deps.db
+    .select()
+    .from(attributes)
+    .where(and(eq(attributes.id, id), isNull(attributes.deletedAt)));
+  return row;
+}
+
+export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> = {
+  name: 'attribute',
+  schemas: { resource: AdminAttributeSchema, create: createSchema, update: updateSchema },
+  async list(deps, { limit, skip }) {
+    const rows = await deps.db
+      .select()
+      .from(attributes)
+      .where(isNull(attributes.deletedAt))
+      .orderBy(asc(attributes.created), asc(attributes.id))
+      .limit(limit)
+      .offset(skip);
+    return rows.map(showAttribute);
+  },
+  async get(deps, id) {
+    const row = await findAttribute(deps, id);
+    return row ? showAttribute(row) : null;
+  },
+  async create(deps, item) {
+    const input = parseItem(createSchema, item);
+    const now = new Date(deps.clock.now());
+    try {
+      const [row] = await deps.db
+        .insert(attributes)
+        .values({
+          id: newId(),
+          key: input.key,
+          name: input.name,
+          type: input.type,
+          created: now,
+          updated: now,
+        })
+        .returning();
+      return showAttribute(row!);
+    } catch (err) {
+      // Keys of deleted attributes stay reserved: the unique index covers every row.
+      if (isUniqueViolation(err))
+        throw new ItemIssue(
+          `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
+        );
+      throw err;
+    }
+  },
+  async update(deps, item) {
+    const raw = item as Record<string, unknown>;
+    rejectNulls(raw, ['name']);
+    const input = parseItem(updateSchema, item);
+    const current = await findAttribute(deps, input.id);
+    if (!current) throw new ItemIssue('Attribute not found');
+    rejectChanges(raw, current, ['key', 'type']);
+    const [row] = await deps.db
+      .update(attributes)
+      .set({ name: input.name ?? current.name, updated: new Date(deps.clock.now()) })
+      .where(eq(attributes.id, input.id))
+      .returning();
+    return showAttribute(row!);
+  },
+  async remove(deps, id) {
+    if (!(await findAttribute(deps, id))) throw new ItemIssue('Attribute not found');
+    if (attributeInUse(deps.catalog.snapshot, id)) throw new ItemIssue('Attribute is in use');
+    await deps.db
+      .update(attributes)
+      .set({ deletedAt: new Date(deps.clock.now()) })
+      .where(eq(attributes.id, id));
+  },
+};

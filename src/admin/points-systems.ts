@@ -1,0 +1,172 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { Context } from 'hono';
+import type { PointsSystemRow } from '../catalog/snapshot';
+import { pointsBoosts, pointsLevels, pointsSystems, pointsTriggers } from '../db/schema';
+import type { Deps } from '../deps';
+import { notFound } from '../errors';
+import type { BulkResource } from '../http/routes/admin/bulk';
+import { isUuid } from '../http/routes/admin/bulk';
+import { z } from '../zod';
+import {
+  badgeSchema,
+  descriptionSchema,
+  duplicateKey,
+  ItemIssue,
+  iso,
+  isUniqueViolation,
+  keySchema,
+  nameSchema,
+  newId,
+  parseItem,
+  rejectChanges,
+  rejectNulls,
+} from './common';
+
+export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
+
+export const AdminPointsSystemSchema = z
+  .object({
+    id: z.uuid(),
+    key: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    badge: BadgeOutSchema,
+    maxPoints: z.number().int().nullable(),
+    created: z.string(),
+    updated: z.string(),
+  })
+  .openapi('AdminPointsSystem');
+
+const maxPointsSchema = z.number().int().min(1).nullable();
+
+const createSchema = z
+  .object({
+    name: nameSchema,
+    key: keySchema,
+    description: descriptionSchema.optional(),
+    badge: badgeSchema.optional(),
+    maxPoints: maxPointsSchema.optional(),
+  })
+  .openapi('AdminPointsSystemCreate');
+
+const updateSchema = z
+  .object({
+    id: z.uuid(),
+    name: nameSchema.optional(),
+    description: descriptionSchema.optional(),
+    badge: badgeSchema.optional(),
+    maxPoints: maxPointsSchema.optional(),
+  })
+  .openapi('AdminPointsSystemUpdate');
+
+export const showBadge = (url: string | null) => (url ? { url } : null);
+
+export const showPointsSystem = (p: PointsSystemRow) => ({
+  id: p.id,
+  key: p.key,
+  name: p.name,
+  description: p.description,
+  badge: showBadge(p.badgeUrl),
+  maxPoints: p.maxPoints,
+  created: iso(p.created),
+  updated: iso(p.updated),
+});
+
+/** The non-deleted points system, or undefined. */
+export async function findPointsSystem(deps: Deps, id: string): Promise<PointsSystemRow | undefined> {
+  const [row] = await deps.db
+    .select()
+    .from(pointsSystems)
+    .where(and(eq(pointsSystems.id, id), isNull(pointsSystems.deletedAt)));
+  return row;
+}
+
+/** `{systemId}` of a nested route (triggers, levels, boosts). */
+export const systemIdOf = (c: Context) => c.req.param('systemId') ?? '';
+
+/** Parent check of nested routes: an unknown or deleted `{systemId}` is 404 for every method. */
+export async function requirePointsSystem(deps: Deps, c: Context): Promise<void> {
+  const id = systemIdOf(c);
+  if (!isUuid(id) || !(await findPointsSystem(deps, id))) throw notFound('Points system not found');
+}
+
+export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSystem>> = {
+  name: 'points system',
+  schemas: { resource: AdminPointsSystemSchema, create: createSchema, update: updateSchema },
+  async list(deps, { limit, skip }) {
+    const rows = await deps.db
+      .select()
+      .from(pointsSystems)
+      .where(isNull(pointsSystems.deletedAt))
+      .orderBy(asc(pointsSystems.created), asc(pointsSystems.id))
+      .limit(limit)
+      .offset(skip);
+    return rows.map(showPointsSystem);
+  },
+  async get(deps, id) {
+    const row = await findPointsSystem(deps, id);
+    return row ? showPointsSystem(row) : null;
+  },
+  async create(deps, item) {
+    const input = parseItem(createSchema, item);
+    const now = new Date(deps.clock.now());
+    try {
+      const [row] = await deps.db
+        .insert(pointsSystems)
+        .values({
+          id: newId(),
+          key: input.key,
+          name: input.name,
+          description: input.description ?? null,
+          badgeUrl: input.badge?.url ?? null,
+          maxPoints: input.maxPoints ?? null,
+          created: now,
+          updated: now,
+        })
+        .returning();
+      return showPointsSystem(row!);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw duplicateKey('points system');
+      throw err;
+    }
+  },
+  async update(deps, item) {
+    const raw = item as Record<string, unknown>;
+    rejectNulls(raw, ['name']);
+    const input = parseItem(updateSchema, item);
+    const current = await findPointsSystem(deps, input.id);
+    if (!current) throw new ItemIssue('Points system not found');
+    rejectChanges(raw, current, ['key']);
+    // Lowering maxPoints never reduces existing totals: only future awards are capped.
+    const [row] = await deps.db
+      .update(pointsSystems)
+      .set({
+        name: input.name ?? current.name,
+        description: input.description === undefined ? current.description : input.description,
+        badgeUrl: input.badge === undefined ? current.badgeUrl : (input.badge?.url ?? null),
+        maxPoints: input.maxPoints === undefined ? current.maxPoints : input.maxPoints,
+        updated: new Date(deps.clock.now()),
+      })
+      .where(eq(pointsSystems.id, input.id))
+      .returning();
+    return showPointsSystem(row!);
+  },
+  async remove(deps, id) {
+    if (!(await findPointsSystem(deps, id))) throw new ItemIssue('Points system not found');
+    const ranked = deps.catalog.snapshot.leaderboards.some(
+      (b) => b.pointsSystemId === id && b.status !== 'finished',
+    );
+    if (ranked) throw new ItemIssue('Points system is in use');
+    const deletedAt = new Date(deps.clock.now());
+    // The system's triggers, levels and boosts go with it; user totals disappear with the system.
+    await deps.db.transaction(async (tx) => {
+      await tx.update(pointsSystems).set({ deletedAt }).where(eq(pointsSystems.id, id));
+      for (const t of [pointsTriggers, pointsLevels, pointsBoosts]) {
+        await tx
+          .update(t)
+          .set({ deletedAt })
+          .where(and(eq(t.systemId, id), isNull(t.deletedAt)));
+      }
+    });
+  },
+};
