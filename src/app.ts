@@ -39,7 +39,10 @@ export function createApp(deps: Deps) {
       },
     });
 
-  app.route('/', systemRoutes(deps, () => openApiDocument));
+  app.route(
+    '/',
+    systemRoutes(deps, () => openApiDocument),
+  );
 
   app.use('/v1/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
   app.use('/api/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
@@ -55,7 +58,14 @@ export function createApp(deps: Deps) {
   return app;
 }
 
-const INFRA_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'CONNECTION_CLOSED', 'CONNECT_TIMEOUT']);
+const INFRA_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
+]);
 
 /** Redis or Postgres out of reach: answered 503 (nothing was committed). */
 export function isInfrastructureError(err: unknown): boolean {

@@ -32,7 +32,10 @@ export const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ADMIN_API_KEY: z
     .string()
-    .regex(/^[a-z0-9]{8}\.[A-Za-z0-9_-]{43}$/, 'must be {prefix}.{secret}: 8 of [a-z0-9], a dot, 43 base64url')
+    .regex(
+      /^[a-z0-9]{8}\.[A-Za-z0-9_-]{43}$/,
+      'must be {prefix}.{secret}: 8 of [a-z0-9], a dot, 43 base64url',
+    )
     .optional(),
   BODY_LIMIT_BYTES: intFromEnv(1024 * 1024, 1024, 100 * 1024 * 1024),
   ADMIN_BODY_LIMIT_BYTES: intFromEnv(5 * 1024 * 1024, 1024, 500 * 1024 * 1024),

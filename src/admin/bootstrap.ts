@@ -12,7 +12,12 @@ export async function ensureAdminKey(db: Db, fromEnv: string | undefined): Promi
     const parsed = parseApiKey(fromEnv)!;
     await db
       .insert(apiKeys)
-      .values({ name: 'ADMIN_API_KEY', kind: 'admin', prefix: parsed.prefix, secretHash: hashSecret(parsed.secret) })
+      .values({
+        name: 'ADMIN_API_KEY',
+        kind: 'admin',
+        prefix: parsed.prefix,
+        secretHash: hashSecret(parsed.secret),
+      })
       .onConflictDoNothing({ target: apiKeys.prefix });
     return null;
   }
@@ -26,7 +31,9 @@ export async function ensureAdminKey(db: Db, fromEnv: string | undefined): Promi
       .limit(1);
     if (existing.length) return null;
     const k = generateApiKey();
-    await tx.insert(apiKeys).values({ name: 'Initial admin key', kind: 'admin', prefix: k.prefix, secretHash: k.secretHash });
+    await tx
+      .insert(apiKeys)
+      .values({ name: 'Initial admin key', kind: 'admin', prefix: k.prefix, secretHash: k.secretHash });
     return k.key;
   });
 }

@@ -4,7 +4,16 @@ import type { MetricRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
 import type { BulkResource } from '../http/routes/admin/bulk';
-import { duplicateKey, ItemIssue, iso, isUniqueViolation, keySchema, nameSchema, parseItem, rejectNulls } from './common';
+import {
+  duplicateKey,
+  ItemIssue,
+  iso,
+  isUniqueViolation,
+  keySchema,
+  nameSchema,
+  parseItem,
+  rejectNulls,
+} from './common';
 
 export const AdminMetricSchema = z
   .object({
@@ -89,7 +98,10 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     const units = input.units ?? null;
     checkUnits(unitType, units);
     try {
-      const [row] = await deps.db.insert(metrics).values({ key: input.key, name: input.name, unitType, units }).returning();
+      const [row] = await deps.db
+        .insert(metrics)
+        .values({ key: input.key, name: input.name, unitType, units })
+        .returning();
       return showMetric(row!);
     } catch (err) {
       if (isUniqueViolation(err)) throw duplicateKey('metric');
@@ -122,6 +134,9 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
       .where(and(eq(metrics.id, id), isNull(metrics.deletedAt)));
     if (!current) throw new ItemIssue('Metric not found');
     if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');
-    await deps.db.update(metrics).set({ deletedAt: new Date(deps.clock.now()) }).where(eq(metrics.id, id));
+    await deps.db
+      .update(metrics)
+      .set({ deletedAt: new Date(deps.clock.now()) })
+      .where(eq(metrics.id, id));
   },
 };

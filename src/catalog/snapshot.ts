@@ -79,19 +79,20 @@ const byCreated = <T extends { created: Date; id: string }>(a: T, b: T) =>
 
 /** Loads every configuration table (a few small queries; run at start-up and on change). */
 export async function loadSnapshot(db: Db, version: number): Promise<Snapshot> {
-  const [keys, attrs, mets, systems, triggers, levels, boosts, achs, streak, boards, hooks] = await Promise.all([
-    db.select().from(s.apiKeys),
-    db.select().from(s.attributes),
-    db.select().from(s.metrics),
-    db.select().from(s.pointsSystems),
-    db.select().from(s.pointsTriggers),
-    db.select().from(s.pointsLevels),
-    db.select().from(s.pointsBoosts),
-    db.select().from(s.achievements),
-    db.select().from(s.streakSettings),
-    db.select().from(s.leaderboards),
-    db.select().from(s.webhookEndpoints),
-  ]);
+  const [keys, attrs, mets, systems, triggers, levels, boosts, achs, streak, boards, hooks] =
+    await Promise.all([
+      db.select().from(s.apiKeys),
+      db.select().from(s.attributes),
+      db.select().from(s.metrics),
+      db.select().from(s.pointsSystems),
+      db.select().from(s.pointsTriggers),
+      db.select().from(s.pointsLevels),
+      db.select().from(s.pointsBoosts),
+      db.select().from(s.achievements),
+      db.select().from(s.streakSettings),
+      db.select().from(s.leaderboards),
+      db.select().from(s.webhookEndpoints),
+    ]);
   const snap = new Snapshot(version);
   for (const k of keys) snap.apiKeysByPrefix.set(k.prefix, k);
   for (const a of attrs.sort(byCreated)) {

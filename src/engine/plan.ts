@@ -48,7 +48,10 @@ export interface CompiledPlan {
 }
 
 function luaFilters(snap: Snapshot, filters: StoredFilter[]): LuaFilter[] {
-  return filters.map((f) => [snap.attributesById.get(f.attributeId)?.key ?? `#${f.attributeId}`, f.attributeValue]);
+  return filters.map((f) => [
+    snap.attributesById.get(f.attributeId)?.key ?? `#${f.attributeId}`,
+    f.attributeValue,
+  ]);
 }
 
 const activeTriggers = (sys: PointsSystemConfig, type: TriggerRow['type']) =>
@@ -78,7 +81,10 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
     // Filtered metric achievements count matching events whatever their status, so that their
     // filtered total covers the user's whole history when they become active.
     plan.achievements.metric = snap.achievements
-      .filter((a) => a.trigger === 'metric' && a.metricId === ref && (a.status === 'active' || a.eventAttributes.length))
+      .filter(
+        (a) =>
+          a.trigger === 'metric' && a.metricId === ref && (a.status === 'active' || a.eventAttributes.length),
+      )
       .map((a) => ({
         id: a.id,
         thr: toMicros(a.metricValue ?? 0),
@@ -104,7 +110,11 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
       id: sys.id,
       max: sys.maxPoints ?? -1,
       levels: sys.levels.map((l) => ({ id: l.id, pts: l.points })),
-      uc: activeTriggers(sys, 'user_creation').map((t) => ({ id: t.id, p: t.points, uf: luaFilters(snap, t.userAttributes) })),
+      uc: activeTriggers(sys, 'user_creation').map((t) => ({
+        id: t.id,
+        p: t.points,
+        uf: luaFilters(snap, t.userAttributes),
+      })),
       mt:
         kind === 'event'
           ? activeTriggers(sys, 'metric')
@@ -148,7 +158,10 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
   }
   plan.breakdownKeys = [...breakdown];
   const a = plan.achievements;
-  const triggers = plan.systems.reduce((n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length, 0);
+  const triggers = plan.systems.reduce(
+    (n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length,
+    0,
+  );
   const idCount = a.metric.length + a.streak.length + a.composite.length + 1 + triggers;
   return { plan, json: JSON.stringify(plan), idCount };
 }

@@ -79,14 +79,20 @@ export interface UserOpResult {
 const tzCache = new LRUCache<string, string>({ max: 200_000 });
 
 /** cjson writes empty arrays as {}: read any list through this. */
-export const asArray = <T>(v: T[] | Record<string, never> | undefined | null): T[] => (Array.isArray(v) ? v : []);
+export const asArray = <T>(v: T[] | Record<string, never> | undefined | null): T[] =>
+  Array.isArray(v) ? v : [];
 
 function boostsFor(snap: Snapshot, plan: Plan, userId: string, date: string) {
-  const out: Record<string, Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>> = {};
+  const out: Record<
+    string,
+    Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>
+  > = {};
   for (const ps of plan.systems) {
     const sys = snap.systemsById.get(ps.id)!;
     const list = sys.boosts
-      .filter((b) => (b.userId === null || b.userId === userId) && boostStatus(b.start, b.end, date) === 'active')
+      .filter(
+        (b) => (b.userId === null || b.userId === userId) && boostStatus(b.start, b.end, date) === 'active',
+      )
       .map((b) => {
         const f = multiplierFraction(b.multiplier);
         return {
@@ -111,7 +117,8 @@ function boardsFor(snap: Snapshot, plan: Plan, op: UserOp, now: number, date: st
   for (const b of snap.leaderboards) {
     let ref: string | null = null;
     if (b.rankBy === 'metric' && op.kind === 'event' && b.metricId === op.metricId) ref = b.metricId;
-    else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId)) ref = b.pointsSystemId;
+    else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId))
+      ref = b.pointsSystemId;
     else if (b.rankBy === 'streak' && op.kind === 'event' && plan.streak.on) ref = 'streak';
     if (!ref || leaderboardStatus(b, now) !== 'active') continue;
     const run = runContaining(b, date);
@@ -173,13 +180,21 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       localDate: date,
       periodIdx,
       value: op.kind === 'event' ? String(op.valueMicros) : undefined,
-      eattrs: op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length ? op.eventAttributes : undefined,
+      eattrs:
+        op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length
+          ? op.eventAttributes
+          : undefined,
       idem: op.kind === 'event' && op.idempotencyKey ? `${op.metricId}|${op.idempotencyKey}` : undefined,
       mustExist: op.kind === 'upsert' ? op.mustExist : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),
     };
-    const raw = await deps.redis.applyUserOp(allKeys.length, ...allKeys, compiled.json, JSON.stringify(input));
+    const raw = await deps.redis.applyUserOp(
+      allKeys.length,
+      ...allKeys,
+      compiled.json,
+      JSON.stringify(input),
+    );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
       tz = reply.tz;
@@ -211,7 +226,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       created: reply.created,
       seq: reply.seq,
       completions: asArray(reply.completions),
-      points: asArray(reply.points as UserOpResult['points']).map((p) => ({ ...p, awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })) })),
+      points: asArray(reply.points as UserOpResult['points']).map((p) => ({
+        ...p,
+        awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })),
+      })),
       streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
       boards: asArray(reply.boards),
       breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,

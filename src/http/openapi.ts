@@ -7,7 +7,11 @@ export const ErrorBodySchema = z.object({ error: z.string() }).openapi('ErrorBod
 
 /** Builds the OpenAPI 3.1 document once (never per request). */
 export function buildOpenApiDocument(registry: OpenAPIRegistry): unknown {
-  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'X-API-KEY' });
+  registry.registerComponent('securitySchemes', 'ApiKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-KEY',
+  });
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {

@@ -18,7 +18,10 @@ import type { LuaAward, LuaStreak } from '../engine/user-op';
 export const isoMs = (ms: number) => new Date(ms).toISOString();
 
 export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
-  return filters.map((f) => ({ key: snap.attributesById.get(f.attributeId)?.key ?? '', value: f.attributeValue }));
+  return filters.map((f) => ({
+    key: snap.attributesById.get(f.attributeId)?.key ?? '',
+    value: f.attributeValue,
+  }));
 }
 
 /** AchievementResponse (+ achievedAt when given). */
@@ -92,7 +95,14 @@ export function boostResponse(b: BoostRow, today: string) {
 }
 
 export function levelResponse(l: LevelRow) {
-  return { id: l.id, key: l.key, name: l.name, description: l.description, badgeUrl: l.badgeUrl, points: l.points };
+  return {
+    id: l.id,
+    key: l.key,
+    name: l.name,
+    description: l.description,
+    badgeUrl: l.badgeUrl,
+    points: l.points,
+  };
 }
 
 export function systemBase(sys: PointsSystemRow) {
@@ -131,7 +141,11 @@ export function awardResponse(snap: Snapshot, sys: PointsSystemConfig, a: LuaAwa
 }
 
 /** BaseStreakResponse for a streak state seen on the period `periodIdx` (the user's today). */
-export function streakResponse(snap: Snapshot, s: Pick<LuaStreak, 'length' | 'started' | 'lastMet' | 'freezes'>, periodIdx: number) {
+export function streakResponse(
+  snap: Snapshot,
+  s: Pick<LuaStreak, 'length' | 'started' | 'lastMet' | 'freezes'>,
+  periodIdx: number,
+) {
   const cfg = snap.streak;
   const freq = cfg.frequency;
   const enabled = cfg.enabled && cfg.conditions.length > 0;

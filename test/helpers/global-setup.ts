@@ -63,7 +63,9 @@ export async function setup(project: TestProject) {
   return async () => {
     const admin = postgres(databaseUrl!, { max: 1, onnotice: () => {} });
     try {
-      const dbs = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${`laurel_t_${runId}_%`}`;
+      const dbs = await admin<
+        { datname: string }[]
+      >`select datname from pg_database where datname like ${`laurel_t_${runId}_%`}`;
       for (const { datname } of dbs) await admin.unsafe(`drop database if exists "${datname}" with (force)`);
     } finally {
       await admin.end({ timeout: 2 });

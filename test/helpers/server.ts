@@ -70,7 +70,9 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
     USER_SHARDS: '16',
     ...opts.env,
   });
-  const clock = (opts.clock as ManualClock | undefined) ?? new ManualClock(Date.parse(opts.now ?? '2025-03-10T12:00:00Z'));
+  const clock =
+    (opts.clock as ManualClock | undefined) ??
+    new ManualClock(Date.parse(opts.now ?? '2025-03-10T12:00:00Z'));
   const deps = await createDeps(config, { clock, logger: createLogger('silent') });
   const adm = generateApiKey();
   const appK = generateApiKey();
@@ -82,7 +84,13 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
   const app = createApp(deps);
   const servers: Array<{ close(cb: () => void): void }> = [];
 
-  const call = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const call = async (
+    method: string,
+    path: string,
+    key: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
     const init: RequestInit = { method, headers: { 'X-API-KEY': key, ...headers } };
     if (body !== undefined) {
       init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -97,7 +105,7 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
     return { status: res.status, body: parsed as any, headers: res.headers };
   };
 
-  return {
+  const self: TestServer = {
     deps,
     app,
     clock,
@@ -129,13 +137,14 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
     },
     async close() {
       await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-      const keys = await this.redisKeys();
+      const keys = await self.redisKeys();
       for (let i = 0; i < keys.length; i += 500) {
         await Promise.all(keys.slice(i, i + 500).map((k) => deps.redis.unlink(k)));
       }
       await closeDeps(deps);
     },
   };
+  return self;
 }
 
 /** Creates resources through the admin API and returns the created items (fails the test on issues). */

@@ -4,12 +4,19 @@ import { isValidTimeZone } from '../../engine/periods';
 import { invalidAttributeKeys, unprocessable } from '../../errors';
 import { z } from '../../zod';
 
-const attributeMap = z.record(z.string(), z.string().max(255, 'attribute values must be at most 255 characters'));
+const attributeMap = z.record(
+  z.string(),
+  z.string().max(255, 'attribute values must be at most 255 characters'),
+);
 
 /** UpdatedUser (application-api §7.2): null in any field means "not provided". */
 export const UpdatedUserSchema = z
   .object({
-    email: z.string().max(320).refine((e) => e.includes('@'), 'must be an e-mail address').nullish(),
+    email: z
+      .string()
+      .max(320)
+      .refine((e) => e.includes('@'), 'must be an e-mail address')
+      .nullish(),
     name: z.string().min(1).max(255).nullish(),
     tz: z.string().nullish(),
     deviceTokens: z.array(z.string().min(1).max(1024)).max(100).nullish(),
@@ -18,7 +25,9 @@ export const UpdatedUserSchema = z
   })
   .openapi('UpdatedUser');
 
-export const UpsertedUserSchema = UpdatedUserSchema.extend({ id: z.string().min(1).max(255) }).openapi('UpsertedUser');
+export const UpsertedUserSchema = UpdatedUserSchema.extend({ id: z.string().min(1).max(255) }).openapi(
+  'UpsertedUser',
+);
 
 export const EventAttributesSchema = attributeMap;
 
@@ -45,7 +54,11 @@ export function toUserInput(snap: Snapshot, id: string, u: Updated): UserInput {
 }
 
 /** Unknown keys → 422 `Invalid attribute keys: a, b.` in the order given. */
-export function checkAttributeKeys(snap: Snapshot, attrs: Record<string, string>, type: 'user' | 'event'): void {
+export function checkAttributeKeys(
+  snap: Snapshot,
+  attrs: Record<string, string>,
+  type: 'user' | 'event',
+): void {
   const known = type === 'user' ? snap.userAttributesByKey : snap.eventAttributesByKey;
   const unknown = Object.keys(attrs).filter((k) => !known.has(k));
   if (unknown.length) throw invalidAttributeKeys(unknown);

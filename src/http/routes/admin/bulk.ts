@@ -48,7 +48,10 @@ export function readIds(c: Context): string[] {
 }
 
 export function readPage(c: Context) {
-  return { limit: queryInt(c, 'limit', 10, 1, 100), skip: queryInt(c, 'skip', 0, 0, Number.MAX_SAFE_INTEGER) };
+  return {
+    limit: queryInt(c, 'limit', 10, 1, 100),
+    skip: queryInt(c, 'skip', 0, 0, Number.MAX_SAFE_INTEGER),
+  };
 }
 
 function issueFrom(err: unknown, where: { index?: number; id?: string }): AdminIssue {
@@ -70,10 +73,15 @@ export function mountBulk<Out>(
   const max = r.maxItems ?? 100;
   const docPath = `/admin/v1${path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
   const params = [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
-  const pathParams = params.length ? z.object(Object.fromEntries(params.map((p) => [p, z.string()]))) : undefined;
+  const pathParams = params.length
+    ? z.object(Object.fromEntries(params.map((p) => [p, z.string()])))
+    : undefined;
   const errors = {
     400: { description: 'Malformed request', content: { 'application/json': { schema: ErrorBodySchema } } },
-    401: { description: 'Missing or invalid admin key', content: { 'application/json': { schema: ErrorBodySchema } } },
+    401: {
+      description: 'Missing or invalid admin key',
+      content: { 'application/json': { schema: ErrorBodySchema } },
+    },
     404: { description: 'Unknown resource', content: { 'application/json': { schema: ErrorBodySchema } } },
     422: { description: 'Invalid values', content: { 'application/json': { schema: ErrorBodySchema } } },
   };
@@ -95,10 +103,19 @@ export function mountBulk<Out>(
     request: {
       ...(pathParams ? { params: pathParams } : {}),
       query: z
-        .object({ limit: z.number().int().min(1).max(100).optional(), skip: z.number().int().min(0).optional() })
+        .object({
+          limit: z.number().int().min(1).max(100).optional(),
+          skip: z.number().int().min(0).optional(),
+        })
         .extend(r.listQuery?.shape ?? {}),
     },
-    responses: { 200: { description: 'Oldest first', content: { 'application/json': { schema: z.array(r.schemas.resource) } } }, ...errors },
+    responses: {
+      200: {
+        description: 'Oldest first',
+        content: { 'application/json': { schema: z.array(r.schemas.resource) } },
+      },
+      ...errors,
+    },
   });
   app.get(path, async (c) => {
     await r.parent?.(deps, c);
@@ -111,7 +128,10 @@ export function mountBulk<Out>(
     tags,
     summary: `Get one ${r.name}`,
     request: { params: (pathParams ?? z.object({})).extend({ id: z.uuid() }) },
-    responses: { 200: { description: 'The resource', content: { 'application/json': { schema: r.schemas.resource } } }, ...errors },
+    responses: {
+      200: { description: 'The resource', content: { 'application/json': { schema: r.schemas.resource } } },
+      ...errors,
+    },
   });
   app.get(`${path}/:id`, async (c) => {
     await r.parent?.(deps, c);
@@ -135,7 +155,9 @@ export function mountBulk<Out>(
       responses: {
         201: {
           description: 'At least one created',
-          content: { 'application/json': { schema: z.object({ created: z.array(r.schemas.resource), issues }) } },
+          content: {
+            'application/json': { schema: z.object({ created: z.array(r.schemas.resource), issues }) },
+          },
         },
         200: { description: 'None created (see issues)' },
         ...errors,
@@ -172,7 +194,9 @@ export function mountBulk<Out>(
       responses: {
         200: {
           description: 'Updated resources and issues',
-          content: { 'application/json': { schema: z.object({ updated: z.array(r.schemas.resource), issues }) } },
+          content: {
+            'application/json': { schema: z.object({ updated: z.array(r.schemas.resource), issues }) },
+          },
         },
         ...errors,
       },
@@ -183,7 +207,8 @@ export function mountBulk<Out>(
       const updated: Out[] = [];
       const problems: AdminIssue[] = [];
       for (const [index, item] of items.entries()) {
-        const id = typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
+        const id =
+          typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
         try {
           if (!id) throw new ItemIssue('id is required');
           updated.push(await update(deps, item, c));
@@ -211,7 +236,9 @@ export function mountBulk<Out>(
         200: {
           description: 'Deleted ids and issues',
           content: {
-            'application/json': { schema: z.object({ deleted: z.array(z.object({ id: z.string() })), issues }) },
+            'application/json': {
+              schema: z.object({ deleted: z.array(z.object({ id: z.string() })), issues }),
+            },
           },
         },
         ...errors,
