@@ -5,9 +5,8 @@ import type { Deps } from '../deps';
 import { unprocessable } from '../errors';
 import { fromMicros } from './decimal';
 import { leaderboardStatus, utcDate } from './leaderboard-status';
-import { addDays, instantOfLocalMidnight, periodBounds } from './periods';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from './runs';
-import type { UserOpResult } from './user-op';
+import { streakExpiry, type UserOpResult } from './user-op';
 
 /** One board move as the board script answered it (values already converted to numbers). */
 export interface BoardMove {
@@ -38,14 +37,6 @@ export function decodeGroup(snap: Snapshot, board: LeaderboardRow, group: string
   const keys = breakdownKeys(snap, board);
   const values = group === '' ? [] : group.split(',').map(decodeURIComponent);
   return keys.map((key, i) => ({ key, value: values[i] ?? '' }));
-}
-
-/** When a streak stops counting without activity: the end of the period after the freezes run out. */
-function streakExpiry(snap: Snapshot, r: UserOpResult): number {
-  if (r.streak.length <= 0 || r.streak.lastMet === undefined) return 0;
-  const freezes = snap.streak.freezesEnabled ? r.streak.freezes : 0;
-  const lastCovered = periodBounds(snap.streak.frequency, r.streak.lastMet + 1 + freezes).end;
-  return instantOfLocalMidnight(addDays(lastCovered, 1), r.tz);
 }
 
 /**

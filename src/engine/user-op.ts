@@ -6,7 +6,7 @@ import { AppError, notFound, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
-import { localDate, periodIndex } from './periods';
+import { addDays, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
 import { planFor, type Plan } from './plan';
 import { runContaining, runFinalizationMs } from './runs';
 
@@ -258,18 +258,44 @@ function scriptError(code: string): AppError {
 }
 
 /**
- * Counters that span users (user count, achievement completions) live in their own slots and are
- * updated after the user's script; the history writer repairs them from the outbox after a crash.
+ * Counters and indexes that span users (user count, achievement completions, points totals, streak
+ * rankings) live in their own slot and are updated after the user's script; the history writer
+ * repairs them from the outbox after a crash between the two.
  */
 async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
-  if (!r.created && r.completions.length === 0) return;
   const g = deps.keys.global;
   const pipe = deps.redis.pipeline();
+  const userId = r.profile.id ?? '';
   if (r.created) pipe.incr(g.userCount);
   for (const c of r.completions) pipe.hincrby(g.achievementCompletions, c.id, 1);
+  for (const p of r.points) pipe.zadd(g.pointsTotals(p.sys), p.total, userId);
+  if (r.created) {
+    // Every user counts in histograms, with 0 until they earn points (semantics §7.2).
+    for (const sys of deps.catalog.snapshot.systems) pipe.zadd(g.pointsTotals(sys.id), 'NX', 0, userId);
+  }
+  if (r.streak.changed) {
+    if (r.streak.length > 0) {
+      pipe.zadd(g.streakActive, r.streak.length, userId);
+      pipe.hset(g.streakActiveMeta, userId, `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}`);
+      pipe.zadd(g.streakLongest, 'GT', r.streak.length, userId);
+      if (r.streak.extended) pipe.hsetnx(g.streakLongestAt, `${userId}|${r.streak.length}`, String(r.now));
+    } else {
+      pipe.zrem(g.streakActive, userId);
+      pipe.hdel(g.streakActiveMeta, userId);
+    }
+  }
+  if (pipe.length === 0) return;
   try {
     await pipe.exec();
   } catch (err) {
-    deps.logger.warn({ err }, 'global counters not updated; the history writer will repair them');
+    deps.logger.warn({ err }, 'global indexes not updated; the history writer will repair them');
   }
+}
+
+/** When a streak stops counting without activity: the end of the period after the freezes run out. */
+export function streakExpiry(snap: Snapshot, r: UserOpResult): number {
+  if (r.streak.length <= 0 || r.streak.lastMet === undefined) return 0;
+  const freezes = snap.streak.freezesEnabled ? r.streak.freezes : 0;
+  const lastCovered = periodBounds(snap.streak.frequency, r.streak.lastMet + 1 + freezes).end;
+  return instantOfLocalMidnight(addDays(lastCovered, 1), r.tz);
 }

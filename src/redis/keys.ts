@@ -76,6 +76,15 @@ export class Keys {
     return {
       userCount: `${this.prefix}:{global}:users`,
       achievementCompletions: `${this.prefix}:{global}:achievement-completions`,
+      /** Sorted set userId -> points total of one system (histograms, level summaries). */
+      pointsTotals: (systemId: string) => `${this.prefix}:{global}:points:${systemId}`,
+      /** Sorted set userId -> current streak length (> 0 only). */
+      streakActive: `${this.prefix}:{global}:streak:active`,
+      /** Hash userId -> "<reachedAtMs>|<expiresAtMs>" of the current streak length (ties, lazy breaks). */
+      streakActiveMeta: `${this.prefix}:{global}:streak:active-meta`,
+      /** Sorted set userId -> longest streak ever; hash userId -> when it was reached. */
+      streakLongest: `${this.prefix}:{global}:streak:longest`,
+      streakLongestAt: `${this.prefix}:{global}:streak:longest-at`,
     };
   }
 
