@@ -1,4 +1,8 @@
 import { Hono } from 'hono';
+import { achievementsResource } from '../../../admin/achievements';
+import { apiKeysResource } from '../../../admin/api-keys';
+import { leaderboardsResource } from '../../../admin/leaderboards';
+import { webhooksResource } from '../../../admin/webhooks';
 import { attributesResource } from '../../../admin/attributes';
 import { boostsResource } from '../../../admin/boosts';
 import { levelsResource } from '../../../admin/levels';
@@ -9,6 +13,9 @@ import type { Deps } from '../../../deps';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
+import { mountStreakPauses } from './streak-pauses';
+import { mountStreakSettings } from './streak-settings';
+import { mountWebhookDeliveries } from './webhook-deliveries';
 
 /** Every /admin/v1 route. */
 export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
@@ -19,6 +26,13 @@ export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   mountBulk(app, deps, registry, '/points/:systemId/triggers', triggersResource);
   mountBulk(app, deps, registry, '/points/:systemId/levels', levelsResource);
   mountBulk(app, deps, registry, '/points/:systemId/boosts', boostsResource);
+  mountBulk(app, deps, registry, '/api-keys', apiKeysResource);
+  mountBulk(app, deps, registry, '/achievements', achievementsResource);
+  mountBulk(app, deps, registry, '/leaderboards', leaderboardsResource);
+  mountBulk(app, deps, registry, '/webhooks', webhooksResource);
+  mountWebhookDeliveries(app, deps, registry);
+  mountStreakSettings(app, deps, registry);
+  mountStreakPauses(app, deps, registry);
   // (helpers add one mount line per resource here)
   return app;
 }

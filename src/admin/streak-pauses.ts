@@ -1,0 +1,104 @@
+import { and, asc, eq, gte, inArray, isNull } from 'drizzle-orm';
+import type { PauseRow } from '../catalog/snapshot';
+import { streakPauses, users } from '../db/schema';
+import type { Deps } from '../deps';
+import { addDays, dayIndex, isValidTimeZone, localDate } from '../engine/periods';
+import { z } from '../zod';
+import { dateSchema, ItemIssue, iso, newId, parseItem } from './common';
+
+export const AdminStreakPauseSchema = z
+  .object({ id: z.uuid(), userId: z.string(), start: z.string(), end: z.string(), created: z.string() })
+  .openapi('AdminStreakPause');
+
+export const StreakPauseCreateSchema = z
+  .object({ userId: z.string().min(1), start: dateSchema, end: dateSchema })
+  .openapi('AdminStreakPauseCreate');
+
+/** A pause covers at most this many days, both ends included. */
+const MAX_PAUSE_DAYS = 366;
+
+export const showPause = (p: PauseRow) => ({
+  id: p.id,
+  userId: p.userId,
+  start: p.start,
+  end: p.end,
+  created: iso(p.created),
+});
+
+/**
+ * The stored time zones of users (Postgres first, then the Redis profile for users the history
+ * writer has not copied yet); `null` for unknown users, `'UTC'` for users without a usable zone.
+ */
+async function userZones(deps: Deps, userIds: string[]): Promise<Map<string, string | null>> {
+  const zones = new Map<string, string | null>();
+  if (userIds.length === 0) return zones;
+  const rows = await deps.db
+    .select({ id: users.id, tz: users.tz })
+    .from(users)
+    .where(inArray(users.id, userIds));
+  for (const r of rows) zones.set(r.id, r.tz && isValidTimeZone(r.tz) ? r.tz : 'UTC');
+  for (const id of userIds) {
+    if (zones.has(id)) continue;
+    const profile = deps.keys.user(id).profile;
+    const [exists, tz] = await Promise.all([deps.redis.exists(profile), deps.redis.hget(profile, 'tz')]);
+    zones.set(id, exists ? (tz && isValidTimeZone(tz) ? tz : 'UTC') : null);
+  }
+  return zones;
+}
+
+/** Pauses that have not ended yet in their user's time zone, oldest first. */
+export async function listPauses(deps: Deps, q: { limit: number; skip: number; userId?: string }) {
+  const nowMs = deps.clock.now();
+  // No zone is more than a day behind UTC, so older pauses have ended everywhere.
+  const earliest = addDays(localDate(nowMs, 'UTC'), -1);
+  const rows = await deps.db
+    .select()
+    .from(streakPauses)
+    .where(
+      and(
+        isNull(streakPauses.deletedAt),
+        gte(streakPauses.end, earliest),
+        q.userId !== undefined ? eq(streakPauses.userId, q.userId) : undefined,
+      ),
+    )
+    .orderBy(asc(streakPauses.created), asc(streakPauses.id));
+  const zones = await userZones(deps, [...new Set(rows.map((r) => r.userId))]);
+  return rows
+    .filter((r) => r.end >= localDate(nowMs, zones.get(r.userId) ?? 'UTC'))
+    .slice(q.skip, q.skip + q.limit)
+    .map(showPause);
+}
+
+/** Creates one pause; problems are item issues (admin §13.3). */
+export async function createPause(deps: Deps, item: unknown) {
+  const input = parseItem(StreakPauseCreateSchema, item);
+  const tz = (await userZones(deps, [input.userId])).get(input.userId);
+  if (!tz) throw new ItemIssue('User does not exist');
+  const nowMs = deps.clock.now();
+  if (input.start < localDate(nowMs, tz)) throw new ItemIssue('Start date is in the past');
+  if (input.end < input.start) throw new ItemIssue('end must not be before start');
+  if (dayIndex(input.end) - dayIndex(input.start) + 1 > MAX_PAUSE_DAYS) {
+    throw new ItemIssue(`A pause covers at most ${MAX_PAUSE_DAYS} days`);
+  }
+  const [row] = await deps.db
+    .insert(streakPauses)
+    .values({
+      id: newId(),
+      userId: input.userId,
+      start: input.start,
+      end: input.end,
+      created: new Date(nowMs),
+    })
+    .returning();
+  return showPause(row!);
+}
+
+/** Deletes one pause (it stops applying to periods not yet resolved, semantics §4.9). */
+export async function deletePause(deps: Deps, id: string): Promise<void> {
+  const [row] = await deps.db
+    .update(streakPauses)
+    .set({ deletedAt: new Date(deps.clock.now()) })
+    .where(and(eq(streakPauses.id, id), isNull(streakPauses.deletedAt)))
+    .returning({ id: streakPauses.id });
+  if (!row) throw new ItemIssue('Pause not found');
+}

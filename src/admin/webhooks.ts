@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto';
+import { and, asc, desc, eq, gte, isNull } from 'drizzle-orm';
+import type { WebhookEndpointRow } from '../catalog/snapshot';
+import { webhookDeliveries, webhookEndpoints } from '../db/schema';
+import type { Deps } from '../deps';
+import type { BulkResource } from '../http/routes/admin/bulk';
+import { z } from '../zod';
+import {
+  descriptionSchema,
+  ItemIssue,
+  iso,
+  isoOrNull,
+  isHttpUrl,
+  newId,
+  parseItem,
+  rejectNulls,
+} from './common';
+
+export const WEBHOOK_EVENT_TYPES = [
+  'achievement.completed',
+  'streak.started',
+  'streak.extended',
+  'streak.lost',
+  'streak.freeze_consumed',
+  'streak.freeze_earned',
+  'points.changed',
+  'points.level_changed',
+  'points.boost_started',
+  'points.boost_finished',
+  'leaderboard.started',
+  'leaderboard.changed',
+  'leaderboard.finished',
+  'leaderboard.rank_changed',
+] as const;
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+
+const WebhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES).openapi('WebhookEventType');
+
+export const AdminWebhookEndpointSchema = z
+  .object({
+    id: z.uuid(),
+    url: z.string(),
+    description: z.string().nullable(),
+    eventTypes: z.array(WebhookEventTypeSchema),
+    enabled: z.boolean(),
+    secret: z
+      .string()
+      .optional()
+      .describe('Only in the create response and in an update that set or rotated it'),
+    created: z.string(),
+    updated: z.string(),
+  })
+  .openapi('AdminWebhookEndpoint');
+
+export const AdminWebhookDeliverySchema = z
+  .object({
+    id: z.uuid(),
+    eventId: z.string(),
+    type: WebhookEventTypeSchema,
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    lastAttemptAt: z.string().nullable(),
+    nextAttemptAt: z.string().nullable(),
+    lastStatusCode: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    created: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+  })
+  .openapi('AdminWebhookDelivery');
+
+const urlSchema = z
+  .string()
+  .max(2048)
+  .refine((u) => isHttpUrl(u), 'must be an absolute http(s) URL');
+const eventTypesSchema = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES))
+  .min(1)
+  .max(WEBHOOK_EVENT_TYPES.length)
+  .refine((types) => new Set(types).size === types.length, 'must not repeat an event type');
+const secretSchema = z.string().regex(/^[\x20-\x7E]{16,256}$/, 'must be 16-256 printable ASCII characters');
+
+const createSchema = z
+  .object({
+    url: urlSchema,
+    eventTypes: eventTypesSchema,
+    description: descriptionSchema.optional(),
+    enabled: z.boolean().optional(),
+    secret: secretSchema.optional(),
+  })
+  .openapi('AdminWebhookEndpointCreate');
+
+const updateSchema = z
+  .object({
+    id: z.uuid(),
+    url: urlSchema.optional(),
+    eventTypes: eventTypesSchema.optional(),
+    description: descriptionSchema.optional(),
+    enabled: z.boolean().optional(),
+    secret: secretSchema.optional(),
+    rotateSecret: z.boolean().optional(),
+  })
+  .openapi('AdminWebhookEndpointUpdate');
+
+/** A signing secret: `whsec_` and 256 random bits as 43 base64url characters. */
+export const generateWebhookSecret = () => `whsec_${randomBytes(32).toString('base64url')}`;
+
+export const showWebhookEndpoint = (w: WebhookEndpointRow, withSecret = false) => ({
+  id: w.id,
+  url: w.url,
+  description: w.description,
+  eventTypes: w.eventTypes,
+  enabled: w.enabled,
+  ...(withSecret ? { secret: w.secret } : {}),
+  created: iso(w.created),
+  updated: iso(w.updated),
+});
+
+type ShownEndpoint = ReturnType<typeof showWebhookEndpoint>;
+
+export async function findWebhookEndpoint(deps: Deps, id: string): Promise<WebhookEndpointRow | undefined> {
+  const [row] = await deps.db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
+  return row;
+}
+
+export const webhooksResource: BulkResource<ShownEndpoint> = {
+  name: 'webhook endpoint',
+  schemas: { resource: AdminWebhookEndpointSchema, create: createSchema, update: updateSchema },
+  async list(deps, { limit, skip }) {
+    const rows = await deps.db
+      .select()
+      .from(webhookEndpoints)
+      .where(isNull(webhookEndpoints.deletedAt))
+      .orderBy(asc(webhookEndpoints.created), asc(webhookEndpoints.id))
+      .limit(limit)
+      .offset(skip);
+    return rows.map((r) => showWebhookEndpoint(r));
+  },
+  async get(deps, id) {
+    const row = await findWebhookEndpoint(deps, id);
+    return row ? showWebhookEndpoint(row) : null;
+  },
+  async create(deps, item) {
+    const input = parseItem(createSchema, item);
+    const now = new Date(deps.clock.now());
+    const [row] = await deps.db
+      .insert(webhookEndpoints)
+      .values({
+        id: newId(),
+        url: input.url,
+        description: input.description ?? null,
+        eventTypes: input.eventTypes,
+        enabled: input.enabled ?? true,
+        secret: input.secret ?? generateWebhookSecret(),
+        created: now,
+        updated: now,
+      })
+      .returning();
+    return showWebhookEndpoint(row!, true);
+  },
+  async update(deps, item) {
+    const raw = item as Record<string, unknown>;
+    rejectNulls(raw, ['url', 'eventTypes', 'enabled', 'secret', 'rotateSecret']);
+    const input = parseItem(updateSchema, item);
+    if (input.secret !== undefined && input.rotateSecret === true) {
+      throw new ItemIssue('secret and rotateSecret cannot be given together');
+    }
+    const current = await findWebhookEndpoint(deps, input.id);
+    if (!current) throw new ItemIssue('Webhook endpoint not found');
+    const newSecret = input.rotateSecret === true ? generateWebhookSecret() : input.secret;
+    const [row] = await deps.db
+      .update(webhookEndpoints)
+      .set({
+        url: input.url ?? current.url,
+        eventTypes: input.eventTypes ?? current.eventTypes,
+        description: input.description === undefined ? current.description : input.description,
+        enabled: input.enabled ?? current.enabled,
+        secret: newSecret ?? current.secret,
+        updated: new Date(deps.clock.now()),
+      })
+      .where(eq(webhookEndpoints.id, input.id))
+      .returning();
+    return showWebhookEndpoint(row!, newSecret !== undefined);
+  },
+  async remove(deps, id) {
+    if (!(await findWebhookEndpoint(deps, id))) throw new ItemIssue('Webhook endpoint not found');
+    await deps.db
+      .update(webhookEndpoints)
+      .set({ deletedAt: new Date(deps.clock.now()) })
+      .where(eq(webhookEndpoints.id, id));
+  },
+};
+
+/** Deliveries of one endpoint within the retention window, newest first. */
+export async function listWebhookDeliveries(
+  deps: Deps,
+  endpointId: string,
+  page: { limit: number; skip: number; status?: (typeof DELIVERY_STATUSES)[number] },
+) {
+  const since = new Date(deps.clock.now() - deps.config.WEBHOOK_RETENTION_DAYS * 86_400_000);
+  const rows = await deps.db
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.endpointId, endpointId),
+        gte(webhookDeliveries.created, since),
+        page.status ? eq(webhookDeliveries.status, page.status) : undefined,
+      ),
+    )
+    .orderBy(desc(webhookDeliveries.created), desc(webhookDeliveries.id))
+    .limit(page.limit)
+    .offset(page.skip);
+  return rows.map((d) => ({
+    id: d.id,
+    eventId: d.eventId,
+    type: d.type,
+    status: d.status,
+    attempts: d.attempts,
+    lastAttemptAt: isoOrNull(d.lastAttemptAt),
+    nextAttemptAt: d.status === 'pending' ? isoOrNull(d.nextAttemptAt) : null,
+    lastStatusCode: d.lastStatusCode,
+    lastError: d.lastError,
+    created: iso(d.created),
+    payload: d.payload,
+  }));
+}

@@ -1,0 +1,56 @@
+import type { Hono } from 'hono';
+import {
+  getStreakSettings,
+  showStreakSettings,
+  StreakSettingsPatchSchema,
+  StreakSettingsSchema,
+  updateStreakSettings,
+} from '../../../admin/streak-settings';
+import type { Deps } from '../../../deps';
+import { badRequest } from '../../../errors';
+import type { AppEnv } from '../../env';
+import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { parseWith, readJson } from '../../validate';
+
+const error = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ErrorBodySchema } },
+});
+
+/** `GET` and `PATCH /admin/v1/streaks/settings` (admin §12): one singleton, validated as a whole. */
+export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
+  const ok = {
+    description: 'The streak settings',
+    content: { 'application/json': { schema: StreakSettingsSchema } },
+  };
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/v1/streaks/settings',
+    tags: ['streak settings'],
+    summary: 'Get the streak settings',
+    responses: { 200: ok, 401: error('Missing or invalid admin key') },
+  });
+  app.get('/streaks/settings', async (c) => c.json(showStreakSettings(deps, await getStreakSettings(deps))));
+
+  registry.registerPath({
+    method: 'patch',
+    path: '/admin/v1/streaks/settings',
+    tags: ['streak settings'],
+    summary: 'Change any subset of the streak settings; conditions are replaced as a whole',
+    request: { body: { content: { 'application/json': { schema: StreakSettingsPatchSchema } } } },
+    responses: {
+      200: ok,
+      400: error('Malformed request'),
+      401: error('Missing or invalid admin key'),
+      422: error('Invalid value or combination; nothing changed'),
+    },
+  });
+  app.patch('/streaks/settings', async (c) => {
+    const body = await readJson(c);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw badRequest('Request body must be a JSON object');
+    }
+    const patch = parseWith(StreakSettingsPatchSchema, body);
+    return c.json(showStreakSettings(deps, await updateStreakSettings(deps, patch)));
+  });
+}

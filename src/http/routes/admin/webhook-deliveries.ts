@@ -1,0 +1,61 @@
+import type { Hono } from 'hono';
+import {
+  AdminWebhookDeliverySchema,
+  DELIVERY_STATUSES,
+  findWebhookEndpoint,
+  listWebhookDeliveries,
+} from '../../../admin/webhooks';
+import type { Deps } from '../../../deps';
+import { notFound, unprocessable } from '../../../errors';
+import { z } from '../../../zod';
+import type { AppEnv } from '../../env';
+import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { queryOne } from '../../validate';
+import { isUuid, readPage } from './bulk';
+
+const error = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ErrorBodySchema } },
+});
+
+/** `GET /admin/v1/webhooks/{id}/deliveries` (admin §14): the delivery log of one endpoint, newest first. */
+export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
+  registry.registerPath({
+    method: 'get',
+    path: '/admin/v1/webhooks/{id}/deliveries',
+    tags: ['webhook endpoint'],
+    summary: 'Deliveries of one endpoint within the retention window, newest first',
+    request: {
+      params: z.object({ id: z.uuid() }),
+      query: z.object({
+        limit: z.number().int().min(1).max(100).optional(),
+        skip: z.number().int().min(0).optional(),
+        status: z.enum(DELIVERY_STATUSES).optional(),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'Deliveries',
+        content: { 'application/json': { schema: z.array(AdminWebhookDeliverySchema) } },
+      },
+      401: error('Missing or invalid admin key'),
+      404: error('Unknown endpoint'),
+      422: error('Invalid query'),
+    },
+  });
+  app.get('/webhooks/:id/deliveries', async (c) => {
+    const page = readPage(c);
+    const status = queryOne(c, 'status');
+    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
+      throw unprocessable('status must be pending, succeeded or failed');
+    }
+    const id = c.req.param('id');
+    if (!isUuid(id) || !(await findWebhookEndpoint(deps, id))) throw notFound('Webhook endpoint not found');
+    return c.json(
+      await listWebhookDeliveries(deps, id, {
+        ...page,
+        ...(status ? { status: status as (typeof DELIVERY_STATUSES)[number] } : {}),
+      }),
+    );
+  });
+}
