@@ -485,6 +485,8 @@ local record = {
   awards = outAwards,
   streak = streakOut,
   boards = boards,
+  battrs = battrs,
+  freq = S.freq,
 }
 if profileChanged then record.profile = prof end
 redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))
