@@ -1,0 +1,396 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import type { Deps } from '../deps';
+import { achievementCompletions, events, pointsAwards, streakPeriods, users } from '../db/schema';
+import { localDate, periodBounds, type Frequency } from '../engine/periods';
+import { applyBoardUpdates } from '../engine/leaderboards';
+import { asArray, type UserOpResult } from '../engine/user-op';
+
+export const HISTORY_GROUP = 'history';
+
+/** One outbox record as lua/applyUserOp.lua writes it. */
+export interface OutboxRecord {
+  op: 'event' | 'complete' | 'upsert';
+  id: string;
+  user: string;
+  now: number;
+  tz: string;
+  date: string;
+  seq: number;
+  created: boolean;
+  metric?: string;
+  value?: string;
+  eattrs?: Record<string, string>;
+  idem?: string;
+  completions: Array<{ id: string; cid: string; at: number }>;
+  awards: Array<{
+    sys: string;
+    awards: Array<{
+      id: string;
+      awarded: number;
+      total: number;
+      trigger: string;
+      boosts: string[];
+      date: number;
+    }>;
+  }>;
+  streak: {
+    length: number;
+    lastMet?: number;
+    freezes?: number;
+    periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+  };
+  boards: Array<{ id: string; run: string; value: string }>;
+  battrs?: Record<string, string>;
+  freq?: Frequency;
+  profile?: Record<string, string>;
+}
+
+export interface OutboxEntry {
+  /** Stream entry id. */
+  entryId: string;
+  shard: number;
+  record: OutboxRecord;
+}
+
+/** Handlers run inside the history transaction (e.g. webhook deliveries), so they commit with it. */
+export type RecordHook = (tx: Tx, entries: OutboxEntry[], deps: Deps) => Promise<void>;
+type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
+
+export function parseRecord(fields: string[]): OutboxRecord | null {
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === 'r') {
+      const r = JSON.parse(fields[i + 1]!) as OutboxRecord;
+      r.completions = asArray(r.completions as never);
+      type Group = OutboxRecord['awards'][number];
+      r.awards = asArray<Group>(r.awards as never).map((a) => ({
+        ...a,
+        awards: asArray<Group['awards'][number]>(a.awards as never).map((x) => ({
+          ...x,
+          boosts: asArray<string>(x.boosts as never),
+        })),
+      }));
+      r.boards = asArray(r.boards as never);
+      if (r.streak) r.streak.periods = asArray(r.streak.periods as never);
+      if (r.eattrs && Array.isArray(r.eattrs)) r.eattrs = {};
+      if (r.battrs && Array.isArray(r.battrs)) r.battrs = {};
+      return r;
+    }
+  }
+  return null;
+}
+
+function userRow(p: Record<string, string>) {
+  const attributes: Record<string, string> = {};
+  const preferences: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(p)) {
+    if (k.startsWith('a:')) attributes[k.slice(2)] = v;
+    if (k.startsWith('p:')) preferences[k.slice(2)] = asArray<string>(JSON.parse(v));
+  }
+  return {
+    id: p.id!,
+    email: p.email ?? null,
+    name: p.name ?? null,
+    tz: p.tz ?? null,
+    attributes,
+    subscribeToEmails: p.sub !== '0',
+    deviceTokens: p.dt ? asArray<string>(JSON.parse(p.dt)) : [],
+    preferences,
+    created: new Date(Number(p.created)),
+    updated: new Date(Number(p.updated ?? p.created)),
+  };
+}
+
+/**
+ * Writes a batch of outbox records to Postgres in one transaction. Idempotent: every row is keyed by
+ * an id minted with the change (event id, award id, completion id), so a batch written twice (a
+ * writer that died before acknowledging) changes nothing the second time.
+ */
+export async function writeBatch(
+  deps: Deps,
+  entries: OutboxEntry[],
+  hooks: RecordHook[] = [],
+): Promise<void> {
+  const profiles = new Map<string, ReturnType<typeof userRow>>();
+  const eventRows: Array<typeof events.$inferInsert> = [];
+  const awardRows: Array<typeof pointsAwards.$inferInsert> = [];
+  const completionRows: Array<typeof achievementCompletions.$inferInsert> = [];
+  const periodRows = new Map<string, typeof streakPeriods.$inferInsert>();
+  for (const { record: r } of entries) {
+    if (r.profile?.id) profiles.set(r.user, userRow(r.profile)); // later records win
+    if (r.op === 'event' && r.metric && r.value !== undefined) {
+      eventRows.push({
+        id: r.id,
+        userId: r.user,
+        metricId: r.metric,
+        valueMicros: Number(r.value),
+        attributes: r.eattrs ?? {},
+        idempotencyKey: r.idem ? r.idem.slice(r.idem.indexOf('|') + 1) : null,
+        localDate: r.date,
+        tz: r.tz,
+        created: new Date(r.now),
+      });
+    }
+    for (const group of r.awards) {
+      for (const a of group.awards) {
+        awardRows.push({
+          id: a.id,
+          eventId: r.op === 'event' ? r.id : null,
+          userId: r.user,
+          systemId: group.sys,
+          triggerId: a.trigger,
+          awarded: a.awarded,
+          total: a.total,
+          boosts: a.boosts,
+          localDate: localDate(a.date, r.tz),
+          created: new Date(a.date),
+        });
+      }
+    }
+    for (const c of r.completions) {
+      completionRows.push({
+        id: c.cid,
+        userId: r.user,
+        achievementId: c.id,
+        achievedAt: new Date(c.at),
+        eventId: r.op === 'event' ? r.id : null,
+      });
+    }
+    const freq = r.freq ?? deps.catalog.snapshot.streak.frequency;
+    for (const p of r.streak?.periods ?? []) {
+      const b = periodBounds(freq, p.idx);
+      periodRows.set(`${r.user}|${b.start}`, {
+        userId: r.user,
+        periodStart: b.start,
+        periodEnd: b.end,
+        length: p.length,
+        usedFreeze: p.freeze,
+        usedPause: p.pause,
+        updated: new Date(r.now),
+      });
+    }
+  }
+  // Users an op referenced without changing their profile may not have a row yet only if their
+  // creating record is in this batch or an earlier one, so rows are written users-first.
+  await deps.db.transaction(async (tx) => {
+    const userValues = [...profiles.values()];
+    for (let i = 0; i < userValues.length; i += 500) {
+      await tx
+        .insert(users)
+        .values(userValues.slice(i, i + 500))
+        .onConflictDoUpdate({
+          target: users.id,
+          set: {
+            email: sql`excluded.email`,
+            name: sql`excluded.name`,
+            tz: sql`excluded.tz`,
+            attributes: sql`excluded.attributes`,
+            subscribeToEmails: sql`excluded.subscribe_to_emails`,
+            deviceTokens: sql`excluded.device_tokens`,
+            preferences: sql`excluded.preferences`,
+            updated: sql`greatest(${users.updated}, excluded.updated)`,
+          },
+          setWhere: sql`excluded.updated >= ${users.updated}`,
+        });
+    }
+    for (let i = 0; i < eventRows.length; i += 1000) {
+      await tx
+        .insert(events)
+        .values(eventRows.slice(i, i + 1000))
+        .onConflictDoNothing();
+    }
+    for (let i = 0; i < awardRows.length; i += 1000) {
+      await tx
+        .insert(pointsAwards)
+        .values(awardRows.slice(i, i + 1000))
+        .onConflictDoNothing();
+    }
+    if (completionRows.length)
+      await tx.insert(achievementCompletions).values(completionRows).onConflictDoNothing();
+    const periods = [...periodRows.values()];
+    for (let i = 0; i < periods.length; i += 1000) {
+      await tx
+        .insert(streakPeriods)
+        .values(periods.slice(i, i + 1000))
+        .onConflictDoUpdate({
+          target: [streakPeriods.userId, streakPeriods.periodStart],
+          set: {
+            length: sql`excluded.length`,
+            usedFreeze: sql`excluded.used_freeze`,
+            usedPause: sql`excluded.used_pause`,
+            updated: sql`excluded.updated`,
+          },
+        });
+    }
+    for (const hook of hooks) await hook(tx, entries, deps);
+  });
+  await reapplyBoards(deps, entries);
+}
+
+/**
+ * Re-applies each record's leaderboard values. The board script ignores an update whose seq it has
+ * already seen, so this is a no-op unless a process died between the user script and the board calls.
+ */
+async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> {
+  const withBoards = entries.filter((e) => e.record.boards.length > 0);
+  for (let i = 0; i < withBoards.length; i += 50) {
+    await Promise.all(
+      withBoards.slice(i, i + 50).map(({ record: r }) =>
+        applyBoardUpdates(deps, {
+          boards: r.boards,
+          localDate: r.date,
+          breakdown: r.battrs ?? {},
+          seq: r.seq,
+          now: r.now,
+          tz: r.tz,
+          streak: { ...r.streak, extended: false, freezes: r.streak.freezes ?? 0 },
+          profile: { id: r.user },
+        } as unknown as UserOpResult),
+      ),
+    );
+  }
+}
+
+export interface HistoryWriterOptions {
+  batchSize?: number;
+  /** Pending entries idle this long belong to a dead writer and are claimed. */
+  claimIdleMs?: number;
+  idleSleepMs?: number;
+  hooks?: RecordHook[];
+  consumer?: string;
+}
+
+/**
+ * Consumes every shard's outbox with a consumer group, writes history, then acknowledges and
+ * deletes. Several writers may run at once: the group gives each entry to one of them, and entries
+ * left pending by a crashed writer are claimed after `claimIdleMs`.
+ */
+export class HistoryWriter {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private readonly consumer: string;
+  private readonly groupsReady = new Set<number>();
+  private wake: (() => void) | null = null;
+  /** Entries written since start (for tests and metrics). */
+  written = 0;
+  lastError: unknown = null;
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly opts: HistoryWriterOptions = {},
+  ) {
+    this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async ensureGroup(shard: number): Promise<void> {
+    if (this.groupsReady.has(shard)) return;
+    try {
+      await this.deps.redis.xgroup('CREATE', this.deps.keys.outbox(shard), HISTORY_GROUP, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
+    }
+    this.groupsReady.add(shard);
+  }
+
+  /** One pass over every shard; returns how many entries were written. */
+  async drainOnce(): Promise<number> {
+    const shards = this.deps.config.USER_SHARDS;
+    const batchSize = this.opts.batchSize ?? 500;
+    const claimIdle = this.opts.claimIdleMs ?? 30_000;
+    let total = 0;
+    for (let shard = 0; shard < shards; shard++) {
+      await this.ensureGroup(shard);
+      const key = this.deps.keys.outbox(shard);
+      const collected: OutboxEntry[] = [];
+      // Entries a dead writer left pending, then new ones.
+      const claimed = (await this.deps.redis.xautoclaim(
+        key,
+        HISTORY_GROUP,
+        this.consumer,
+        claimIdle,
+        '0',
+        'COUNT',
+        batchSize,
+      )) as [string, Array<[string, string[]] | null>];
+      for (const e of claimed[1] ?? []) if (e) collected.push(...this.toEntries(shard, [e]));
+      const fresh = (await this.deps.redis.xreadgroup(
+        'GROUP',
+        HISTORY_GROUP,
+        this.consumer,
+        'COUNT',
+        batchSize,
+        'STREAMS',
+        key,
+        '>',
+      )) as Array<[string, Array<[string, string[]]>]> | null;
+      for (const [, list] of fresh ?? []) collected.push(...this.toEntries(shard, list));
+      if (!collected.length) continue;
+      await writeBatch(this.deps, collected, this.opts.hooks);
+      const ids = collected.map((e) => e.entryId);
+      await this.deps.redis.xack(key, HISTORY_GROUP, ...ids);
+      await this.deps.redis.xdel(key, ...ids);
+      total += collected.length;
+    }
+    this.written += total;
+    return total;
+  }
+
+  private toEntries(shard: number, list: Array<[string, string[]]>): OutboxEntry[] {
+    const out: OutboxEntry[] = [];
+    for (const [entryId, fields] of list) {
+      const record = parseRecord(fields);
+      if (record) out.push({ entryId, shard, record });
+    }
+    return out;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = 100;
+    while (this.running) {
+      try {
+        const n = await this.drainOnce();
+        this.lastError = null;
+        backoff = 100;
+        if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 200);
+      } catch (err) {
+        // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
+        this.lastError = err;
+        this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
+        await this.sleep(backoff);
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  /** Entries not yet written, over every shard (the lag). */
+  async lag(): Promise<number> {
+    let n = 0;
+    for (let shard = 0; shard < this.deps.config.USER_SHARDS; shard++) {
+      n += await this.deps.redis.xlen(this.deps.keys.outbox(shard));
+    }
+    return n;
+  }
+}
