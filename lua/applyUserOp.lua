@@ -6,7 +6,12 @@ Ops (input.op):
   "event"    record a metric event: idempotency, upsert, metric total, streak, achievements,
              points (triggers, boosts, caps), levels, per-run leaderboard values, outbox record
   "complete" complete an `api` achievement: upsert, completion, cascade, achievement triggers
-  "upsert"   identify / create / update a user (user_creation triggers, initial freezes)
+  "grant"    background time-trigger awards (input.grant = trigger ids, input.at = slot time)
+  "backdate" complete plan.api for an existing user who is eligible (no error otherwise)
+  "freeze"   grant up to input.count streak freezes, capped at the maximum (reply.granted)
+  "restore"  restore the streak to its best length since period input.fromIdx (reply.restore)
+  "upsert"   identify / create / update a user (user_creation triggers, initial freezes);
+             input.user.prefs {type = JSON channel array} merges notification preferences (p:<type>)
 
 KEYS[1] profile hash        KEYS[2] metric totals hash   KEYS[3] counters hash
 KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
@@ -18,7 +23,7 @@ ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
 
 Reply: a JSON string. Errors the caller maps to statuses:
   {"err":"TZ","tz":"<zone>"}  the caller assumed another time zone: recompute and call again
-  {"err":"NO_USER"}           upsert with mustExist for a user that does not exist
+  {"err":"NO_USER"}           an op with mustExist for a user that does not exist
   {"err":"OVERFLOW"}          a total would pass 2^53 millionths
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
 Nothing is written before every error check has passed.
@@ -81,7 +86,7 @@ if prior then
   })
 end
 
-if op == 'upsert' and input.mustExist and not exists then return cjson.encode({ err = 'NO_USER' }) end
+if input.mustExist and not exists then return cjson.encode({ err = 'NO_USER' }) end
 
 -- Attributes after this request's upsert (filters are evaluated against them).
 local attrs = {}
@@ -177,6 +182,48 @@ end
 
 if overflow then return cjson.encode({ err = 'OVERFLOW' }) end
 
+-- Admin streak operations (semantics §4.6, §4.8).
+local granted = nil
+if op == 'freeze' then
+  granted = math.max(0, math.min(input.count, S.maxF - st.freezes))
+  st.freezes = st.freezes + granted
+end
+local restore = nil
+if op == 'restore' then
+  local best, bestIdx = 0, nil
+  for field, val in pairs(st.raw) do
+    local e, idx = string.match(field, '^h:(%-?%d+):(%-?%d+)$')
+    if e and tonumber(e) == S.epoch and tonumber(idx) >= input.fromIdx and tonumber(idx) <= cur then
+      local len = tonumber(string.match(val, '^(%d+)'))
+      if len > best or (len == best and bestIdx and tonumber(idx) > bestIdx) then
+        best, bestIdx = len, tonumber(idx)
+      end
+    end
+  end
+  if best == 0 then
+    restore = { issue = 'none' }
+  elseif st.length >= best then
+    restore = { issue = 'max' }
+  else
+    restore = { from = st.length, to = best }
+    local startIdx = bestIdx - best + 1
+    local firstDay = periodDays(S.freq, startIdx)
+    st.started = dateOfDay(firstDay)
+    if st.curMet and st.curIdx == cur then
+      st.length = best + 1
+      st.lastMet = cur
+    else
+      st.length = best
+      st.lastMet = cur - 1
+    end
+    st.lengthAt = now
+    if st.length > st.longest then
+      st.longest = st.length
+      st.longestAt = now
+    end
+  end
+end
+
 -- ---------------------------------------------------------------- write phase
 
 -- Upsert (semantics §1.1): only provided fields; attributes merge per key.
@@ -203,6 +250,9 @@ if user.tz then setProfile('tz', user.tz) end
 if user.dt then setProfile('dt', user.dt) end
 if user.sub ~= nil then setProfile('sub', user.sub and '1' or '0') end
 for k, val in pairs(user.attrs or {}) do setProfile('a:' .. k, val) end
+-- Notification preferences: each type sent replaces its channel list (a JSON array string, so cjson
+-- never re-encodes an empty list as {}).
+for k, val in pairs(user.prefs or {}) do setProfile('p:' .. k, val) end
 if profileChanged then setProfile('updated', fmt(now)) end
 local seq = num(prof.seq, 0) + 1
 pfields[#pfields + 1] = 'seq'
@@ -253,7 +303,7 @@ if S.on and op == 'event' and not st.curMet then
     end
   end
 end
-local streakChanged = increased or lost > 0
+local streakChanged = increased or lost > 0 or (restore ~= nil and restore.to ~= nil)
 
 local periods = {}
 for _, r in ipairs(resolved) do
@@ -261,7 +311,7 @@ for _, r in ipairs(resolved) do
 end
 if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
 
-if S.on or st.freezeInit then
+if S.on or st.freezeInit or granted then
   local sf = {
     'epoch', fmt(S.epoch), 'length', fmt(st.length), 'freezes', fmt(st.freezes),
     'longest', fmt(st.longest), 'longestAt', fmt(st.longestAt),
@@ -314,9 +364,8 @@ if op == 'event' then
     if a.active and not done[a.id] and value >= a.thr and matches(a.uf, attrs) then complete(a.id) end
   end
 end
-if op == 'complete' then
-  if not done[plan.api.id] then complete(plan.api.id) end
-end
+if op == 'complete' and not done[plan.api.id] then complete(plan.api.id) end
+if op == 'backdate' and not done[plan.api.id] and matches(plan.api.uf, attrs) then complete(plan.api.id) end
 if increased then
   for _, a in ipairs(plan.achievements.streak) do
     if not done[a.id] and st.length >= a.len and matches(a.uf, attrs) then complete(a.id) end
@@ -388,7 +437,7 @@ for i, sys in ipairs(plan.systems) do
     local awarded = new - total
     if awarded == 0 then return end
     total = new
-    awards[#awards + 1] = { id = nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = now }
+    awards[#awards + 1] = { id = nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = input.at or now }
   end
 
   if created then
@@ -404,6 +453,13 @@ for i, sys in ipairs(plan.systems) do
         local k = math.max(0, floordiv(t1, t.thr) - floordiv(h, t.thr))
         if t1 > h then counters[hf] = t1 end
         if k > 0 then award(t, k * t.p) end
+      end
+    end
+  end
+  if op == 'grant' then
+    for _, t in ipairs(sys.tt or {}) do
+      for _, g in ipairs(input.grant or {}) do
+        if g == t.id then award(t, t.p) end
       end
     end
   end
@@ -492,10 +548,13 @@ if profileChanged then record.profile = prof end
 redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))
 
 local already = nil
+if restore then record.restore = restore end
 if op == 'complete' and #completions == 0 then already = done[plan.api.id] end
 
 return cjson.encode({
   already = already,
+  granted = granted,
+  restore = restore,
   eventId = input.eventId,
   total = fmt(total1),
   created = created,

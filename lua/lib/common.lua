@@ -2,7 +2,9 @@
 -- Numbers: Lua numbers are doubles, exact for integers below 2^53; big integers travel as strings
 -- because cjson prints only 14 significant digits.
 
-local MAX_SAFE = 9007199254740991
+-- Largest magnitude of any total in millionths (semantics §2.1: totals stay within 9,007,199,254,
+-- which keeps every sum of two totals below 2^53 and so exact in a double).
+local MAX_SAFE = 9007199254000000
 
 local function fmt(n)
   return string.format('%.0f', n)
@@ -36,6 +38,21 @@ local function daysFromCivil(y, m, d)
   local doy = math.floor((153 * mp + 2) / 5) + d - 1
   local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
   return era * 146097 + doe - 719468
+end
+
+-- YYYY-MM-DD of a day index (inverse of daysFromCivil).
+local function dateOfDay(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d-%02d-%02d', y, m, d)
 end
 
 -- First and last day index of a streak period (daily: day index; weekly: ISO week index with

@@ -14,7 +14,11 @@ export interface PlanSystem {
   mt: Array<{ id: string; p: number; thr: number; ep: number; ef: LuaFilter[]; uf: LuaFilter[] }>;
   st: Array<{ id: string; p: number; len: number; uf: LuaFilter[] }>;
   at: Array<{ id: string; p: number; ach: string; uf: LuaFilter[] }>;
+  /** Time triggers (granted by the scheduler). */
+  tt: Array<{ id: string; p: number; uf: LuaFilter[] }>;
 }
+
+export type PlanKind = 'event' | 'complete' | 'upsert' | 'grant' | 'backdate' | 'freeze' | 'restore';
 
 /** The configuration one user op needs, in the shape lua/applyUserOp.lua reads. */
 export interface Plan {
@@ -57,7 +61,7 @@ function luaFilters(snap: Snapshot, filters: StoredFilter[]): LuaFilter[] {
 const activeTriggers = (sys: PointsSystemConfig, type: TriggerRow['type']) =>
   sys.triggers.filter((t) => t.type === type && t.status === 'active');
 
-function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: string): CompiledPlan {
+function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
   const active = snap.achievements.filter((a) => a.status === 'active');
   const s = snap.streak;
   const streakOn = s.enabled && s.conditions.length > 0;
@@ -93,11 +97,11 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
         uf: luaFilters(snap, a.userAttributes),
       }));
   }
-  if (kind === 'complete') {
+  if (kind === 'complete' || kind === 'backdate') {
     const a = snap.achievementsById.get(ref!) as AchievementRow;
     plan.api = { id: a.id, locked: a.status === 'locked', uf: luaFilters(snap, a.userAttributes) };
   }
-  if (kind !== 'upsert') {
+  if (kind === 'event' || kind === 'complete' || kind === 'backdate') {
     plan.achievements.streak = active
       .filter((a) => a.trigger === 'streak')
       .map((a) => ({ id: a.id, len: a.streakLength ?? 1, uf: luaFilters(snap, a.userAttributes) }));
@@ -138,7 +142,7 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
             }))
           : [],
       at:
-        kind === 'upsert'
+        kind !== 'event' && kind !== 'complete' && kind !== 'backdate'
           ? []
           : activeTriggers(sys, 'achievement').map((t) => ({
               id: t.id,
@@ -146,8 +150,17 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
               ach: t.achievementId ?? '',
               uf: luaFilters(snap, t.userAttributes),
             })),
+      tt:
+        kind === 'grant'
+          ? activeTriggers(sys, 'time').map((t) => ({
+              id: t.id,
+              p: t.points,
+              uf: luaFilters(snap, t.userAttributes),
+            }))
+          : [],
     };
-    if (ps.uc.length || ps.mt.length || ps.st.length || ps.at.length) plan.systems.push(ps);
+    if (kind === 'freeze' || kind === 'restore') ps.uc = [];
+    if (ps.uc.length || ps.mt.length || ps.st.length || ps.at.length || ps.tt.length) plan.systems.push(ps);
   }
   const breakdown = new Set<string>();
   for (const b of snap.leaderboards) {
@@ -159,7 +172,7 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
   plan.breakdownKeys = [...breakdown];
   const a = plan.achievements;
   const triggers = plan.systems.reduce(
-    (n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length,
+    (n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length + p.tt.length,
     0,
   );
   const idCount = a.metric.length + a.streak.length + a.composite.length + 1 + triggers;
@@ -169,7 +182,7 @@ function compile(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: st
 const cache = new WeakMap<Snapshot, Map<string, CompiledPlan>>();
 
 /** The plan of an op, compiled once per configuration snapshot. O(1) after the first call. */
-export function planFor(snap: Snapshot, kind: 'event' | 'complete' | 'upsert', ref?: string): CompiledPlan {
+export function planFor(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
   let perSnap = cache.get(snap);
   if (!perSnap) {
     perSnap = new Map();

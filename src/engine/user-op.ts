@@ -19,6 +19,8 @@ export interface UserInput {
   deviceTokens?: string[] | undefined;
   subscribeToEmails?: boolean | undefined;
   attributes?: Record<string, string> | undefined;
+  /** Notification preferences to merge: type -> channel list (replaces that type's list). */
+  preferences?: Record<string, string[]> | undefined;
 }
 
 export type UserOp =
@@ -31,7 +33,15 @@ export type UserOp =
       idempotencyKey?: string | undefined;
     }
   | { kind: 'complete'; achievementId: string; user: UserInput }
-  | { kind: 'upsert'; user: UserInput; mustExist?: boolean };
+  | { kind: 'upsert'; user: UserInput; mustExist?: boolean }
+  /** Background award of time triggers, dated and boosted at the slot time `at`. */
+  | { kind: 'grant'; user: UserInput; triggerIds: string[]; at: number }
+  /** Backdated completion of an active achievement (nothing happens when ineligible or done). */
+  | { kind: 'backdate'; achievementId: string; user: UserInput }
+  /** Grants up to `count` freezes, capped at the maximum (result.granted). */
+  | { kind: 'freeze'; user: UserInput; count: number }
+  /** Restores the streak to its best length since `fromIdx` (result.restore). */
+  | { kind: 'restore'; user: UserInput; fromIdx: number };
 
 export interface LuaAward {
   id: string;
@@ -58,6 +68,10 @@ export interface UserOpResult {
   replayOf?: string;
   /** Set when an API completion had already happened: the original completion. */
   already?: { cid: string; at: number };
+  /** freeze op: how many freezes were granted. */
+  granted?: number;
+  /** restore op: the new length, or why nothing changed. */
+  restore?: { from?: number; to?: number; issue?: 'none' | 'max' };
   eventId: string;
   totalMicros: number;
   created: boolean;
@@ -119,7 +133,8 @@ function boardsFor(snap: Snapshot, plan: Plan, op: UserOp, now: number, date: st
     if (b.rankBy === 'metric' && op.kind === 'event' && b.metricId === op.metricId) ref = b.metricId;
     else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId))
       ref = b.pointsSystemId;
-    else if (b.rankBy === 'streak' && op.kind === 'event' && plan.streak.on) ref = 'streak';
+    else if (b.rankBy === 'streak' && (op.kind === 'event' || op.kind === 'restore') && plan.streak.on)
+      ref = 'streak';
     if (!ref || leaderboardStatus(b, now) !== 'active') continue;
     const run = runContaining(b, date);
     if (!run || (run.end !== null && now >= runFinalizationMs(run.end))) continue;
@@ -137,6 +152,10 @@ function luaUser(u: UserInput) {
     dt: u.deviceTokens ? JSON.stringify(u.deviceTokens) : undefined,
     sub: u.subscribeToEmails,
     attrs: u.attributes && Object.keys(u.attributes).length ? u.attributes : undefined,
+    prefs:
+      u.preferences && Object.keys(u.preferences).length
+        ? Object.fromEntries(Object.entries(u.preferences).map(([k, v]) => [k, JSON.stringify(v)]))
+        : undefined,
   };
 }
 
@@ -146,7 +165,12 @@ function luaUser(u: UserInput) {
  */
 export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const snap = deps.catalog.snapshot;
-  const ref = op.kind === 'event' ? op.metricId : op.kind === 'complete' ? op.achievementId : undefined;
+  const ref =
+    op.kind === 'event'
+      ? op.metricId
+      : op.kind === 'complete' || op.kind === 'backdate'
+        ? op.achievementId
+        : undefined;
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
@@ -168,7 +192,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
   let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
   for (let attempt = 0; attempt < 3; attempt++) {
-    const date = localDate(now, tz);
+    const date = localDate(op.kind === 'grant' ? op.at : now, tz);
     const periodIdx = periodIndex(plan.streak.freq, date);
     const input = {
       op: op.kind,
@@ -185,7 +209,16 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
           ? op.eventAttributes
           : undefined,
       idem: op.kind === 'event' && op.idempotencyKey ? `${op.metricId}|${op.idempotencyKey}` : undefined,
-      mustExist: op.kind === 'upsert' ? op.mustExist : undefined,
+      mustExist:
+        op.kind === 'upsert'
+          ? op.mustExist
+          : op.kind === 'event' || op.kind === 'complete'
+            ? undefined
+            : true,
+      grant: op.kind === 'grant' ? op.triggerIds : undefined,
+      at: op.kind === 'grant' ? op.at : undefined,
+      count: op.kind === 'freeze' ? op.count : undefined,
+      fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),
     };
@@ -236,6 +269,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       profile: reply.profile,
     };
     if (reply.already) result.already = JSON.parse(reply.already);
+    if (typeof reply.granted === 'number') result.granted = reply.granted;
+    if (reply.restore) result.restore = reply.restore;
     await updateGlobals(deps, result);
     return result;
   }
