@@ -1,9 +1,12 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
 import { AppError } from './errors';
 import type { AppEnv } from './http/env';
 import { requireApiKey } from './http/middleware/auth';
+import { browserGuard } from './http/middleware/browser-guard';
+import { rateLimit } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
 import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
 import { adminRoutes } from './http/routes/admin';
@@ -44,15 +47,26 @@ export function createApp(deps: Deps) {
     systemRoutes(deps, () => openApiDocument),
   );
 
-  app.use('/v1/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
-  app.use('/api/*', limit(deps.config.BODY_LIMIT_BYTES), requireApiKey(deps, 'application'));
-  app.use('/admin/v1/*', limit(deps.config.ADMIN_BODY_LIMIT_BYTES), requireApiKey(deps, 'admin'));
+  // Order of checks (application-api §5.3): 413, browser refusal, 401, 429, then routing.
+  const guard = browserGuard(deps);
+  const limited = rateLimit(deps);
+  const app1 = limit(deps.config.BODY_LIMIT_BYTES);
+  app.use('/v1/*', app1, guard, requireApiKey(deps, 'application'), limited);
+  app.use('/api/*', app1, guard, requireApiKey(deps, 'application'), limited);
+  app.use(
+    '/admin/v1/*',
+    limit(deps.config.ADMIN_BODY_LIMIT_BYTES),
+    guard,
+    requireApiKey(deps, 'admin'),
+    limited,
+  );
 
   const v1 = v1Routes(deps, registry);
   app.route('/v1', v1.routes);
   // The legacy path of the event endpoint: the same handler; nothing else exists under /api.
   app.post('/api/metrics/:key/event', v1.recordEvent);
   app.route('/admin/v1', adminRoutes(deps, registry));
+  app.route('/dashboard', dashboardRoutes(deps));
 
   const openApiDocument = buildOpenApiDocument(registry);
   return app;

@@ -40,6 +40,18 @@ export const envSchema = z.object({
   BODY_LIMIT_BYTES: intFromEnv(1024 * 1024, 1024, 100 * 1024 * 1024),
   ADMIN_BODY_LIMIT_BYTES: intFromEnv(5 * 1024 * 1024, 1024, 500 * 1024 * 1024),
   RATE_LIMIT_PER_SECOND: intFromEnv(1000, 1, 1_000_000),
+  /** Bucket size as a multiple of the rate (contract: bursts up to twice the rate). */
+  RATE_LIMIT_BURST_FACTOR: intFromEnv(2, 1, 100),
+  /** Origins allowed to call /v1 and /admin/v1 from a browser (comma list); none by default. */
+  ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    ),
   USER_SHARDS: intFromEnv(256, 1, 16384),
   WEBHOOK_TIMEOUT_MS: intFromEnv(30_000, 100, 300_000),
   WEBHOOK_MAX_RETRIES: intFromEnv(5, 3, 20),
@@ -47,6 +59,8 @@ export const envSchema = z.object({
   SCHEDULER_INTERVAL_MS: intFromEnv(5_000, 50, 600_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
+  /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */
+  DASHBOARD_SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 export type AppConfig = z.output<typeof envSchema>;

@@ -88,6 +88,11 @@ export class Keys {
     };
   }
 
+  /** Token bucket of one API key (its own slot). */
+  rateLimit(apiKeyId: string): string {
+    return `${this.prefix}:{rl:${apiKeyId}}:bucket`;
+  }
+
   get configChannel(): string {
     return `${this.prefix}:config-changed`;
   }

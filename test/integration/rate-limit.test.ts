@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await createTestServer({ env: { RATE_LIMIT_PER_SECOND: '5' } });
+  await adminCreate(t, '/metrics', [{ key: 'm', name: 'M' }]);
+});
+afterAll(async () => t.close());
+
+const event = (user: string) => t.api('POST', '/v1/metrics/m/event', { user: { id: user }, value: 1 });
+
+describe('rate limits', () => {
+  it('allows a burst of twice the rate, then answers 429 with Retry-After and commits nothing', async () => {
+    t.clock.advance(10_000); // a fresh, full bucket
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await event(`rl-${i}`)).status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(10);
+    const limited = await event('rl-over');
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ error: 'Rate limit exceeded' });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(await t.deps.redis.exists(t.deps.keys.user('rl-over').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('rl-11').profile)).toBe(0);
+  });
+
+  it('refills at the configured rate', async () => {
+    t.clock.advance(10_000);
+    for (let i = 0; i < 10; i++) await event('refill');
+    expect((await event('refill')).status).toBe(429);
+    t.clock.advance(400); // 5/s: two tokens
+    expect((await event('refill')).status).toBe(201);
+    expect((await event('refill')).status).toBe(201);
+    expect((await event('refill')).status).toBe(429);
+  });
+
+  it('limits per key: another key has its own bucket, and a per-key limit overrides the default', async () => {
+    t.clock.advance(10_000);
+    const res = await t.admin('POST', '/api-keys', [
+      { name: 'fast', kind: 'application', rateLimitPerSecond: 100 },
+    ]);
+    expect(res.status).toBe(201);
+    const fastKey = res.body.created[0].key as string;
+    for (let i = 0; i < 10; i++) await event('bucket');
+    expect((await event('bucket')).status).toBe(429);
+    let ok = 0;
+    for (let i = 0; i < 50; i++) {
+      const r = await t.app.request('/v1/metrics/m/event', {
+        method: 'POST',
+        headers: { 'X-API-KEY': fastKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ user: { id: 'fast' }, value: 1 }),
+      });
+      if (r.status === 201) ok++;
+    }
+    expect(ok).toBe(50);
+  });
+
+  it('does not limit /healthz and /readyz', async () => {
+    for (let i = 0; i < 30; i++) expect((await t.app.request('/healthz')).status).toBe(200);
+  });
+});
+
+describe('browser protection', () => {
+  it.each([[{ Origin: 'https://evil.example' }], [{ 'Sec-Fetch-Mode': 'cors' }]])(
+    'refuses application and admin requests carrying %j with 403 and no CORS headers',
+    async (headers) => {
+      t.clock.advance(10_000);
+      const r = await t.api('POST', '/v1/metrics/m/event', { user: { id: 'browser' }, value: 1 }, headers);
+      expect(r.status).toBe(403);
+      expect(r.body.error).toMatch(/server-side/);
+      expect(r.headers.get('access-control-allow-origin')).toBeNull();
+      expect(await t.deps.redis.exists(t.deps.keys.user('browser').profile)).toBe(0);
+      const a = await t.app.request('/admin/v1/metrics', {
+        headers: { 'X-API-KEY': t.adminKey, ...headers },
+      });
+      expect(a.status).toBe(403);
+    },
+  );
+
+  it('lets an allowed origin through', async () => {
+    const t2 = await createTestServer({ env: { ALLOWED_ORIGINS: 'https://app.example' } });
+    try {
+      const r = await t2.app.request('/admin/v1/metrics', {
+        headers: { 'X-API-KEY': t2.adminKey, Origin: 'https://app.example' },
+      });
+      expect(r.status).toBe(200);
+      const bad = await t2.app.request('/admin/v1/metrics', {
+        headers: { 'X-API-KEY': t2.adminKey, Origin: 'https://other.example' },
+      });
+      expect(bad.status).toBe(403);
+    } finally {
+      await t2.close();
+    }
+  });
+});
