@@ -6,7 +6,14 @@ import { runMigrations } from '../../src/db/migrate';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    services: { redisUrl: string; databaseUrl: string; templateDb: string; runId: string };
+    services: {
+      redisUrl: string;
+      /** Set when the suite runs against a Redis Cluster (REDIS_CLUSTER_NODES). */
+      clusterNodes: string | undefined;
+      databaseUrl: string;
+      templateDb: string;
+      runId: string;
+    };
   }
 }
 
@@ -58,7 +65,8 @@ export async function setup(project: TestProject) {
   const tplUrl = new URL(databaseUrl);
   tplUrl.pathname = `/${templateDb}`;
   await runMigrations(tplUrl.toString());
-  project.provide('services', { redisUrl, databaseUrl, templateDb, runId });
+  const clusterNodes = process.env.REDIS_CLUSTER_NODES || undefined;
+  project.provide('services', { redisUrl, clusterNodes, databaseUrl, templateDb, runId });
 
   return async () => {
     const admin = postgres(databaseUrl!, { max: 1, onnotice: () => {} });

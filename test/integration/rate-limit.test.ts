@@ -77,6 +77,17 @@ describe('browser protection', () => {
     },
   );
 
+  it("lets Node's fetch through although it sends Sec-Fetch-Mode: cors (the Trophy SDK uses it)", async () => {
+    const origin = await t.listen();
+    t.clock.advance(10_000);
+    const res = await fetch(`${origin}/v1/metrics/m/event`, {
+      method: 'POST',
+      headers: { 'X-API-KEY': t.appKey, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ user: { id: 'node-fetch' }, value: 1 }),
+    });
+    expect(res.status).toBe(201);
+  });
+
   it('lets an allowed origin through', async () => {
     const t2 = await createTestServer({ env: { ALLOWED_ORIGINS: 'https://app.example' } });
     try {

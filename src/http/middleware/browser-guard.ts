@@ -4,14 +4,16 @@ import { AppError } from '../../errors';
 
 /**
  * API keys are server-side secrets (spec, Authentication): a request that carries browser markers
- * (an Origin header, or Sec-Fetch-Mode: cors) is refused unless its origin is explicitly allowed.
+ * is refused unless its origin is explicitly allowed. Browsers send `Origin` on every cross-origin
+ * request and `Sec-Fetch-Site` on every request; server runtimes do not. `Sec-Fetch-Mode: cors`
+ * alone is NOT a marker: Node's fetch (and so the Trophy Node SDK) sends it on every request.
  */
 export function browserGuard(deps: Deps): MiddlewareHandler {
   const allowed = new Set(deps.config.ALLOWED_ORIGINS);
   return async (c, next) => {
     const origin = c.req.header('origin');
-    const corsMode = c.req.header('sec-fetch-mode') === 'cors';
-    if ((origin !== undefined || corsMode) && !(origin !== undefined && allowed.has(origin))) {
+    const fromBrowser = origin !== undefined || c.req.header('sec-fetch-site') !== undefined;
+    if (fromBrowser && !(origin !== undefined && allowed.has(origin))) {
       throw new AppError(
         'FORBIDDEN',
         'API keys are server-side secrets: requests from browsers are refused (allow an origin with ALLOWED_ORIGINS)',

@@ -62,11 +62,8 @@ function groupFromFilter(snap: Snapshot, b: LeaderboardRow, pairs: Array<[string
 }
 
 async function userNames(deps: Deps, ids: string[]): Promise<Array<string | null>> {
-  if (!ids.length) return [];
-  const pipe = deps.redis.pipeline();
-  for (const id of ids) pipe.hget(deps.keys.user(id).profile, 'name');
-  const res = (await pipe.exec()) ?? [];
-  return res.map(([, v]) => (typeof v === 'string' ? v : null));
+  // One command per user: their profiles live in different slots (no cross-slot pipeline on Cluster).
+  return Promise.all(ids.map((id) => deps.redis.hget(deps.keys.user(id).profile, 'name')));
 }
 
 export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
