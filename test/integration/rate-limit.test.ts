@@ -61,21 +61,21 @@ describe('rate limits', () => {
 });
 
 describe('browser protection', () => {
-  it.each([[{ Origin: 'https://evil.example' }], [{ 'Sec-Fetch-Mode': 'cors' }]])(
-    'refuses application and admin requests carrying %j with 403 and no CORS headers',
-    async (headers) => {
-      t.clock.advance(10_000);
-      const r = await t.api('POST', '/v1/metrics/m/event', { user: { id: 'browser' }, value: 1 }, headers);
-      expect(r.status).toBe(403);
-      expect(r.body.error).toMatch(/server-side/);
-      expect(r.headers.get('access-control-allow-origin')).toBeNull();
-      expect(await t.deps.redis.exists(t.deps.keys.user('browser').profile)).toBe(0);
-      const a = await t.app.request('/admin/v1/metrics', {
-        headers: { 'X-API-KEY': t.adminKey, ...headers },
-      });
-      expect(a.status).toBe(403);
-    },
-  );
+  it.each([
+    [{ Origin: 'https://evil.example' }],
+    [{ 'Sec-Fetch-Site': 'cross-site', 'Sec-Fetch-Mode': 'cors' }],
+  ])('refuses application and admin requests carrying %j with 403 and no CORS headers', async (headers) => {
+    t.clock.advance(10_000);
+    const r = await t.api('POST', '/v1/metrics/m/event', { user: { id: 'browser' }, value: 1 }, headers);
+    expect(r.status).toBe(403);
+    expect(r.body.error).toMatch(/server-side/);
+    expect(r.headers.get('access-control-allow-origin')).toBeNull();
+    expect(await t.deps.redis.exists(t.deps.keys.user('browser').profile)).toBe(0);
+    const a = await t.app.request('/admin/v1/metrics', {
+      headers: { 'X-API-KEY': t.adminKey, ...headers },
+    });
+    expect(a.status).toBe(403);
+  });
 
   it("lets Node's fetch through although it sends Sec-Fetch-Mode: cors (the Trophy SDK uses it)", async () => {
     const origin = await t.listen();
