@@ -1,0 +1,120 @@
+import autocannon from 'autocannon';
+import { type CommandCost, type CommandStats, commandCosts } from './redis-stats';
+
+export interface LoadSettings {
+  connections: number;
+  duration: number;
+  warmup: number;
+}
+
+/** One scenario: where to send, and how each request is built (called once per request). */
+export interface Scenario {
+  name: string;
+  /** Several origins share the connections round-robin (the hook for multi-instance modes). */
+  origins: string[];
+  method: 'GET' | 'POST';
+  /** The key in the CPU probe of the process that serves it (its CPU per request is reported). */
+  server: string;
+  headers?: Record<string, string>;
+  /** Path and body of the next request. */
+  next: () => { path: string; body?: string };
+}
+
+export interface Measurement {
+  name: string;
+  url: string;
+  reqPerSec: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  maxMs: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  /** CPU used while measuring, in cores (1.0 = one core fully busy). */
+  cpu: Record<string, number | null>;
+  /** CPU time per request, in µs, of the serving process and of Redis. */
+  cpuUsPerRequest: { server: number | null; redis: number | null };
+  /** Where Redis spent its time during the measured seconds (server-wide, so other clients show up too). */
+  redisCommands: CommandCost[];
+}
+
+export interface Probes {
+  /** Cumulative CPU seconds per process (or the machine); null where unknown. */
+  cpu: () => Promise<Record<string, number | null>>;
+  commands: () => Promise<CommandStats>;
+}
+
+/** A fixed-duration autocannon run after a warm-up that is not counted. Latencies are in ms. */
+export async function measure(
+  scenario: Scenario,
+  settings: LoadSettings,
+  probes: Probes,
+): Promise<Measurement> {
+  const first = scenario.next();
+  const base = {
+    url: scenario.origins.map((o) => `${o}${first.path}`),
+    connections: settings.connections,
+    method: scenario.method,
+    headers: { 'content-type': 'application/json', ...scenario.headers },
+    timeout: 10,
+    requests: [
+      {
+        setupRequest: (req: { path?: string; body?: string | Buffer }) => {
+          const r = scenario.next();
+          req.path = r.path;
+          if (r.body !== undefined) req.body = r.body;
+          return req;
+        },
+      },
+    ],
+  };
+  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup });
+  const [cpuBefore, commandsBefore] = await Promise.all([probes.cpu(), probes.commands()]);
+  const started = process.hrtime.bigint();
+  const res = await autocannon({ ...base, duration: settings.duration, title: scenario.name });
+  const wall = Number(process.hrtime.bigint() - started) / 1e9;
+  const [cpuAfter, commandsAfter] = await Promise.all([probes.cpu(), probes.commands()]);
+
+  const cpu: Record<string, number | null> = {};
+  for (const [k, after] of Object.entries(cpuAfter)) {
+    const before = cpuBefore[k];
+    cpu[k] =
+      after === null || before === null || before === undefined ? null : round((after - before) / wall, 2);
+  }
+  const statusCodes: Record<string, number> = {};
+  for (const [code, s] of Object.entries(res.statusCodeStats ?? {})) statusCodes[code] = Number(s.count);
+  return {
+    name: scenario.name,
+    url: `${scenario.method} ${scenario.origins.join(',')}${first.path}`,
+    reqPerSec: round(res.requests.average, 0),
+    p50: res.latency.p50,
+    p90: res.latency.p90,
+    p99: res.latency.p99,
+    maxMs: res.latency.max,
+    requests: res.requests.total,
+    non2xx: res.non2xx,
+    errors: res.errors,
+    timeouts: res.timeouts,
+    statusCodes,
+    cpu,
+    cpuUsPerRequest: {
+      server: perRequest(cpu[scenario.server], res.requests.total, wall),
+      redis: perRequest(cpu.redis, res.requests.total, wall),
+    },
+    redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests.total),
+  };
+}
+
+function perRequest(cores: number | null | undefined, requests: number, wall: number): number | null {
+  return cores === null || cores === undefined || !requests
+    ? null
+    : Math.round((cores * wall * 1e6) / requests);
+}
+
+export function round(n: number, digits: number): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}

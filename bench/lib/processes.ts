@@ -1,0 +1,101 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { http } from './http';
+
+/** A child process the bench started; every one of them is killed before the bench exits. */
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  /** The last lines it printed, for the error message when it dies early. */
+  tail: string[];
+  exited: Promise<number | null>;
+}
+
+const children = new Set<Child>();
+
+// Last resort for a crash or an exit path that skipped the finally: nothing may outlive the bench.
+process.on('exit', () => {
+  for (const c of children)
+    if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
+});
+
+/** A port free on 127.0.0.1 right now (the OS picks it). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Starts `node <args>` in `cwd`, echoing its output prefixed with its name. */
+export function startChild(name: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Child {
+  const proc = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail: string[] = [];
+  const echo = (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      if (!line.trim()) continue;
+      tail.push(line);
+      if (tail.length > 30) tail.shift();
+      process.stderr.write(`[${name}] ${line}\n`);
+    }
+  };
+  proc.stdout?.on('data', echo);
+  proc.stderr?.on('data', echo);
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const child: Child = { name, proc, tail, exited };
+  children.add(child);
+  void exited.then(() => children.delete(child));
+  return child;
+}
+
+/** Polls `url` until it answers 200; fails when the child exits first or after `timeoutMs`. */
+export async function waitReady(child: Child, url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let dead = false;
+  void child.exited.then(() => {
+    dead = true;
+  });
+  while (Date.now() < deadline) {
+    if (dead) throw new Error(`${child.name} exited during start-up:\n${child.tail.join('\n')}`);
+    try {
+      if ((await http('GET', url, {}, undefined, 2000)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  throw new Error(`${child.name} was not ready at ${url} after ${timeoutMs} ms`);
+}
+
+/** SIGTERM (graceful shutdown, lets a CPU profile be written), then SIGKILL after `graceMs`. */
+export async function stopChild(child: Child, graceMs = 8000): Promise<void> {
+  if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
+  child.proc.kill('SIGTERM');
+  const timer = setTimeout(() => child.proc.kill('SIGKILL'), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+export async function stopAllChildren(): Promise<void> {
+  await Promise.all([...children].map((c) => stopChild(c)));
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. */
+export async function cpuSeconds(pid: number | undefined): Promise<number | null> {
+  if (pid === undefined) return null;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces): utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return ticks / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}

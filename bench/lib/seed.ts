@@ -1,0 +1,133 @@
+import { http, parseBody } from './http';
+
+/**
+ * Seeds a realistic configuration through the admin API, the way an operator would: one metric
+ * with two achievements, a daily streak on it, a points system with a metric trigger, five levels
+ * and an active global boost, and (when the server has them) a metric and a points leaderboard.
+ */
+
+export interface SeededConfig {
+  appKey: string;
+  metricKey: string;
+  metricId: string;
+  pointsSystemId: string;
+  /** Keys of the leaderboards created; empty when the server has no leaderboards yet. */
+  leaderboardKeys: string[];
+  notes: string[];
+}
+
+type Json = any;
+
+async function call(origin: string, key: string, method: string, path: string, body?: unknown) {
+  const res = await http(
+    method,
+    `${origin}/admin/v1${path}`,
+    { 'x-api-key': key },
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  return { status: res.status, body: parseBody(res.text) as Json };
+}
+
+/** Bulk-creates and returns the created items; any issue stops the bench (the numbers would mean nothing). */
+async function create(origin: string, key: string, path: string, items: unknown[]): Promise<Json[]> {
+  const res = await call(origin, key, 'POST', path, items);
+  if (res.status !== 201 || res.body?.issues?.length) {
+    throw new Error(`seeding POST ${path} failed: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  return res.body.created;
+}
+
+function utcDate(offsetDays: number): string {
+  return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+}
+
+export async function seedConfiguration(origin: string, adminKey: string): Promise<SeededConfig> {
+  const notes: string[] = [];
+  const [metric] = await create(origin, adminKey, '/metrics', [
+    { name: 'Lessons completed', key: 'lessons', unitType: 'number', units: 'lessons' },
+  ]);
+  await create(origin, adminKey, '/achievements', [
+    {
+      name: 'First lesson',
+      key: 'first-lesson',
+      trigger: 'metric',
+      metricId: metric.id,
+      metricValue: 1,
+      status: 'active',
+    },
+    {
+      name: 'Ten lessons',
+      key: 'ten-lessons',
+      trigger: 'metric',
+      metricId: metric.id,
+      metricValue: 10,
+      status: 'active',
+    },
+  ]);
+
+  const streak = await call(origin, adminKey, 'PATCH', '/streaks/settings', {
+    enabled: true,
+    frequency: 'daily',
+    conditions: [{ metricId: metric.id, threshold: 1 }],
+  });
+  if (streak.status !== 200)
+    throw new Error(`seeding streak settings failed: ${streak.status} ${JSON.stringify(streak.body)}`);
+
+  const [xp] = await create(origin, adminKey, '/points', [{ name: 'XP', key: 'xp' }]);
+  await create(origin, adminKey, `/points/${xp.id}/triggers`, [
+    { type: 'metric', points: 10, metricId: metric.id, metricThreshold: 1, status: 'active' },
+  ]);
+  await create(
+    origin,
+    adminKey,
+    `/points/${xp.id}/levels`,
+    [0, 50, 200, 500, 1000].map((points, i) => ({ name: `Level ${i + 1}`, key: `level-${i + 1}`, points })),
+  );
+  // Started yesterday (UTC) so it is active in every user time zone the bench sends.
+  const [boost] = await create(origin, adminKey, `/points/${xp.id}/boosts`, [
+    { name: 'Launch week', start: utcDate(-1), multiplier: 1.5, rounding: 'nearest' },
+  ]);
+  if (boost.status !== 'active') notes.push(`the boost is ${boost.status}, not active`);
+
+  const [app] = await create(origin, adminKey, '/api-keys', [
+    { name: 'bench', kind: 'application', rateLimitPerSecond: 1_000_000 },
+  ]);
+
+  const leaderboardKeys: string[] = [];
+  const probe = await call(origin, adminKey, 'GET', '/leaderboards?limit=1');
+  if (probe.status === 200) {
+    const boards = await create(origin, adminKey, '/leaderboards', [
+      {
+        name: 'Most lessons',
+        key: 'lessons-all-time',
+        rankBy: 'metric',
+        metricId: metric.id,
+        status: 'active',
+      },
+      {
+        name: 'XP this month',
+        key: 'xp-monthly',
+        rankBy: 'points',
+        pointsSystemId: xp.id,
+        runUnit: 'month',
+        runInterval: 1,
+        status: 'active',
+      },
+    ]);
+    for (const b of boards) {
+      if (b.status !== 'active') notes.push(`leaderboard ${b.key} is ${b.status}, not active`);
+      leaderboardKeys.push(b.key);
+    }
+  } else {
+    notes.push(`no leaderboards seeded: GET /admin/v1/leaderboards answered ${probe.status}`);
+  }
+
+  return {
+    appKey: app.key,
+    metricKey: metric.key,
+    metricId: metric.id,
+    pointsSystemId: xp.id,
+    leaderboardKeys,
+    notes,
+  };
+}
