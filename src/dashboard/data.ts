@@ -1,0 +1,261 @@
+// Every read the dashboard makes of user state and history, in one place, so these can be swapped
+// for shared read functions of the application API as those land.
+import { and, desc, eq, gte } from 'drizzle-orm';
+import { events, webhookDeliveries } from '../db/schema';
+import type { Deps } from '../deps';
+import { fromMicros } from '../engine/decimal';
+import type { LuaAward } from '../engine/user-op';
+
+/** Number of users ever created (global counter). */
+export async function userCount(deps: Deps): Promise<number> {
+  return Number((await deps.redis.get(deps.keys.global.userCount)) ?? 0);
+}
+
+/** achievementId → completions. */
+export async function achievementCompletions(deps: Deps): Promise<Map<string, number>> {
+  const raw = await deps.redis.hgetall(deps.keys.global.achievementCompletions);
+  return new Map(Object.entries(raw).map(([k, v]) => [k, Number(v)]));
+}
+
+export interface RecentEvent {
+  id: string;
+  userId: string;
+  metricId: string;
+  value: number;
+  at: number;
+  /** Points added per system and achievements completed; only known while the record is in the outbox. */
+  points?: number;
+  achievements?: number;
+}
+
+interface OutboxRecord {
+  op: string;
+  id: string;
+  user: string;
+  now: number;
+  metric?: string;
+  value?: string;
+  completions?: unknown;
+  awards?: unknown;
+}
+
+const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
+
+/** The newest `perShard` outbox records of every shard (records the history writer has not stored yet). */
+async function outboxEvents(deps: Deps, perShard: number): Promise<RecentEvent[]> {
+  const shards = Array.from({ length: deps.keys.shards }, (_, i) => i);
+  const out: RecentEvent[] = [];
+  for (let i = 0; i < shards.length; i += 64) {
+    const replies = await Promise.all(
+      shards
+        .slice(i, i + 64)
+        .map((s) => deps.redis.xrevrange(deps.keys.outbox(s), '+', '-', 'COUNT', perShard)),
+    );
+    for (const entries of replies) {
+      for (const [, fields] of entries) {
+        const idx = fields.indexOf('r');
+        if (idx < 0) continue;
+        let r: OutboxRecord;
+        try {
+          r = JSON.parse(fields[idx + 1] ?? '');
+        } catch {
+          continue;
+        }
+        if (r.op !== 'event' || !r.metric) continue;
+        const awards = arr<{ awards?: unknown }>(r.awards).flatMap((g) => arr<LuaAward>(g.awards));
+        out.push({
+          id: r.id,
+          userId: r.user,
+          metricId: r.metric,
+          value: fromMicros(Number(r.value ?? 0)),
+          at: r.now,
+          points: awards.reduce((s, a) => s + a.awarded, 0),
+          achievements: arr(r.completions).length,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Recent metric events: the stored history (events table) merged with the outbox records not yet
+ * stored, newest first. Bounded: `limit` from each source, `perShard` per outbox stream.
+ */
+export async function recentEvents(deps: Deps, limit = 15, perShard = 10): Promise<RecentEvent[]> {
+  const [stored, pending] = await Promise.all([
+    deps.db.select().from(events).orderBy(desc(events.created)).limit(limit),
+    outboxEvents(deps, perShard),
+  ]);
+  const byId = new Map<string, RecentEvent>();
+  for (const e of stored) {
+    byId.set(e.id, {
+      id: e.id,
+      userId: e.userId,
+      metricId: e.metricId,
+      value: fromMicros(e.valueMicros),
+      at: e.created.getTime(),
+    });
+  }
+  for (const e of pending) byId.set(e.id, e);
+  return [...byId.values()].sort((a, b) => b.at - a.at).slice(0, limit);
+}
+
+/** Events per minute over the last `minutes` minutes (oldest first), from history and outbox. */
+export async function eventsPerMinute(
+  deps: Deps,
+  minutes = 15,
+): Promise<Array<{ start: number; count: number }>> {
+  const now = deps.clock.now();
+  const end = Math.floor(now / 60_000) * 60_000 + 60_000;
+  const since = end - minutes * 60_000;
+  const [stored, pending] = await Promise.all([
+    deps.db
+      .select({ id: events.id, created: events.created })
+      .from(events)
+      .where(and(gte(events.created, new Date(since))))
+      .limit(20_000),
+    outboxEvents(deps, 200),
+  ]);
+  const seen = new Map<string, number>();
+  for (const e of stored) seen.set(e.id, e.created.getTime());
+  for (const e of pending) seen.set(e.id, e.at);
+  const buckets = Array.from({ length: minutes }, (_, i) => ({ start: since + i * 60_000, count: 0 }));
+  for (const at of seen.values()) {
+    const i = Math.floor((at - since) / 60_000);
+    if (i >= 0 && i < minutes) buckets[i]!.count++;
+  }
+  return buckets;
+}
+
+/** Distribution of points totals of one system over `n` equal buckets (ZCOUNT per bucket, O(n log N)). */
+export async function pointsHistogram(
+  deps: Deps,
+  systemId: string,
+  n = 10,
+): Promise<{ users: number; buckets: Array<{ from: number; to: number; count: number }> }> {
+  const key = deps.keys.global.pointsTotals(systemId);
+  const [users, top, bottom] = await Promise.all([
+    deps.redis.zcard(key),
+    deps.redis.zrevrange(key, 0, 0, 'WITHSCORES'),
+    deps.redis.zrange(key, 0, 0, 'WITHSCORES'),
+  ]);
+  if (users === 0) return { users, buckets: [] };
+  const max = Number(top[1] ?? 0);
+  const min = Math.min(0, Number(bottom[1] ?? 0));
+  const width = Math.max(1, Math.ceil((max - min + 1) / n));
+  const buckets = Array.from({ length: Math.ceil((max - min + 1) / width) }, (_, i) => ({
+    from: min + i * width,
+    to: min + (i + 1) * width - 1,
+    count: 0,
+  }));
+  const counts = await Promise.all(buckets.map((b) => deps.redis.zcount(key, b.from, b.to)));
+  counts.forEach((c, i) => {
+    buckets[i]!.count = c;
+  });
+  return { users, buckets };
+}
+
+/** Users holding each points total, for level summaries: users at or above `points`. */
+export async function usersAtLeast(deps: Deps, systemId: string, points: number): Promise<number> {
+  return deps.redis.zcount(deps.keys.global.pointsTotals(systemId), points, '+inf');
+}
+
+/** Active streak count and the longest current streaks. */
+export async function streakSummary(deps: Deps, top = 10) {
+  const g = deps.keys.global;
+  const [active, best] = await Promise.all([
+    deps.redis.zcard(g.streakActive),
+    deps.redis.zrevrange(g.streakActive, 0, top - 1, 'WITHSCORES'),
+  ]);
+  const leaders: Array<{ userId: string; length: number }> = [];
+  for (let i = 0; i < best.length; i += 2) leaders.push({ userId: best[i]!, length: Number(best[i + 1]) });
+  return { active, leaders };
+}
+
+export interface UserState {
+  profile: Record<string, string>;
+  /** metricId → total. */
+  metrics: Map<string, number>;
+  /** systemId → total. */
+  points: Map<string, number>;
+  streak: Record<string, string>;
+  /** achievementId → completion time (ms). */
+  achievements: Map<string, number>;
+  /** systemId → recent awards, newest first (at most 100). */
+  awards: Map<string, LuaAward[]>;
+}
+
+/** Everything stored about one user, or null when the user does not exist. One slot: one pipeline. */
+export async function userState(deps: Deps, userId: string, systemIds: string[]): Promise<UserState | null> {
+  const k = deps.keys.user(userId);
+  const pipe = deps.redis.pipeline();
+  pipe.hgetall(k.profile);
+  pipe.hgetall(k.metrics);
+  pipe.hgetall(k.points);
+  pipe.hgetall(k.streak);
+  pipe.hgetall(k.achievements);
+  for (const s of systemIds) pipe.lrange(k.awards(s), 0, 99);
+  const res = (await pipe.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  const val = (i: number) => res[i]?.[1] as unknown;
+  const profile = (val(0) ?? {}) as Record<string, string>;
+  if (!profile.created) return null;
+  const num = (h: unknown, conv: (n: number) => number = (n) => n) =>
+    new Map(Object.entries((h ?? {}) as Record<string, string>).map(([id, v]) => [id, conv(Number(v))]));
+  const achievements = new Map<string, number>();
+  for (const [id, raw] of Object.entries((val(4) ?? {}) as Record<string, string>)) {
+    try {
+      achievements.set(id, Number(JSON.parse(raw).at));
+    } catch {
+      // An unreadable completion is shown as completed at an unknown time.
+      achievements.set(id, Number.NaN);
+    }
+  }
+  const awards = new Map<string, LuaAward[]>();
+  systemIds.forEach((s, i) => {
+    const list = (val(5 + i) ?? []) as string[];
+    awards.set(
+      s,
+      list.map((x) => JSON.parse(x) as LuaAward),
+    );
+  });
+  return {
+    profile,
+    metrics: num(val(1), fromMicros),
+    points: num(val(2)),
+    streak: (val(3) ?? {}) as Record<string, string>,
+    achievements,
+    awards,
+  };
+}
+
+/** Display names of users (one read each: users live in different slots). */
+export async function userNames(deps: Deps, ids: string[]): Promise<Map<string, string>> {
+  const names = await Promise.all(ids.map((id) => deps.redis.hget(deps.keys.user(id).profile, 'name')));
+  return new Map(ids.flatMap((id, i) => (names[i] ? [[id, names[i]!] as [string, string]] : [])));
+}
+
+/** Breakdown groups that have members in one run (a board's members hash, ≤ maxParticipants per group). */
+export async function runGroups(deps: Deps, boardId: string, runStart: string): Promise<Map<string, number>> {
+  const members = await deps.redis.hvals(deps.keys.board(boardId).members(runStart));
+  const groups = new Map<string, number>();
+  for (const m of members) {
+    const g = m.split('|')[2] ?? '';
+    groups.set(g, (groups.get(g) ?? 0) + 1);
+  }
+  return groups;
+}
+
+/**
+ * Queues one delivery of an endpoint again: pending, due now. The webhook worker picks it up like
+ * any other due delivery. Returns false when the delivery does not belong to the endpoint.
+ */
+export async function redeliver(deps: Deps, endpointId: string, deliveryId: string): Promise<boolean> {
+  const rows = await deps.db
+    .update(webhookDeliveries)
+    .set({ status: 'pending', nextAttemptAt: new Date(deps.clock.now()) })
+    .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)))
+    .returning({ id: webhookDeliveries.id });
+  return rows.length > 0;
+}

@@ -1,0 +1,435 @@
+import type { Hono } from 'hono';
+import { leaderboardsResource } from '../../admin/leaderboards';
+import type { Deps } from '../../deps';
+import { utcDate } from '../../engine/leaderboard-status';
+import { decodeGroup, rankingsWindow, runForRead } from '../../engine/leaderboards';
+import { runByIndex } from '../../engine/runs';
+import { notFound } from '../../errors';
+import { runGroups, userNames } from '../data';
+import { adminCtx, attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import type { DashEnv } from '../session';
+import {
+  Csrf,
+  Empty,
+  emptyForm,
+  FormError,
+  type FormState,
+  fmt,
+  Input,
+  Layout,
+  type PageCtx,
+  PostButton,
+  Select,
+  Stat,
+  Status,
+  TextArea,
+} from '../ui';
+
+const ALL = { limit: 1000, skip: 0 };
+const FIELDS = [
+  'name',
+  'key',
+  'rankBy',
+  'metricId',
+  'pointsSystemId',
+  'description',
+  'maxParticipants',
+  'start',
+  'end',
+  'breakdownAttributes',
+  'runUnit',
+  'runInterval',
+  'status',
+] as const;
+
+function boardItem(v: Values) {
+  const rankBy = str(v.rankBy);
+  const runUnit = str(v.runUnit) ?? null;
+  return {
+    name: str(v.name),
+    key: str(v.key),
+    rankBy,
+    metricId: rankBy === 'metric' ? str(v.metricId) : undefined,
+    pointsSystemId: rankBy === 'points' ? str(v.pointsSystemId) : undefined,
+    description: strOrNull(v.description),
+    maxParticipants: num(v.maxParticipants),
+    start: str(v.start),
+    end: strOrNull(v.end),
+    breakdownAttributes: list(v.breakdownAttributes),
+    runUnit,
+    runInterval: runUnit === null ? 0 : num(v.runInterval),
+    status: str(v.status),
+  };
+}
+
+const runLabel = (r: { start: string; end: string | null }) => `${r.start} → ${r.end ?? 'open'}`;
+
+async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
+  const rows = await leaderboardsResource.list(deps, ALL, undefined as never);
+  const snap = deps.catalog.snapshot;
+  const ranks = (b: (typeof rows)[number]) =>
+    b.rankBy === 'metric'
+      ? (snap.metricsById.get(b.metricId ?? '')?.name ?? 'metric')
+      : b.rankBy === 'points'
+        ? (snap.systemsById.get(b.pointsSystemId ?? '')?.name ?? 'points')
+        : 'Streak length';
+  return (
+    <Layout
+      title="Leaderboards"
+      active="/dashboard/leaderboards"
+      ctx={ctx}
+      sub="Rank users by a metric, a points system or their streak; runs repeat when a run length is set."
+    >
+      <div class="card">
+        <h2>Leaderboards</h2>
+        {rows.length ? (
+          <table>
+            <thead>
+              <tr>
+                <th>Leaderboard</th>
+                <th>Ranks by</th>
+                <th>Runs</th>
+                <th>Dates</th>
+                <th>Status</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((b) => (
+                <tr>
+                  <td>
+                    <a href={`/dashboard/leaderboards/${b.id}`}>
+                      <strong>{b.name}</strong>
+                    </a>
+                    <div class="sub">
+                      <code>{b.key}</code>
+                    </div>
+                  </td>
+                  <td>{ranks(b)}</td>
+                  <td>
+                    {b.runUnit
+                      ? `Every ${b.runInterval} ${b.runUnit}${b.runInterval > 1 ? 's' : ''}`
+                      : 'One run'}
+                  </td>
+                  <td>
+                    {b.start} → {b.end ?? 'no end'}
+                  </td>
+                  <td>
+                    <Status s={b.status} />
+                  </td>
+                  <td>
+                    <div class="actions">
+                      {b.status === 'inactive' ? (
+                        <PostButton
+                          action={`/dashboard/leaderboards/${b.id}/status`}
+                          csrf={ctx.csrf}
+                          label="Activate"
+                          fields={{ status: 'active' }}
+                        />
+                      ) : null}
+                      {b.status === 'scheduled' ? (
+                        <PostButton
+                          action={`/dashboard/leaderboards/${b.id}/status`}
+                          csrf={ctx.csrf}
+                          label="Deactivate"
+                          fields={{ status: 'inactive' }}
+                        />
+                      ) : null}
+                      {b.status === 'active' ? (
+                        <PostButton
+                          action={`/dashboard/leaderboards/${b.id}/status`}
+                          csrf={ctx.csrf}
+                          label="Finish now"
+                          fields={{ status: 'finished' }}
+                        />
+                      ) : null}
+                      <PostButton
+                        action={`/dashboard/leaderboards/${b.id}/delete`}
+                        csrf={ctx.csrf}
+                        label="Delete"
+                        kind="danger"
+                      />
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No leaderboards yet.</Empty>
+        )}
+      </div>
+      <div class="card">
+        <h2>New leaderboard</h2>
+        <form method="post" action="/dashboard/leaderboards" class="stack" id="leaderboard-form">
+          <Csrf token={ctx.csrf} />
+          <FormError form={form} />
+          <div class="row">
+            <Input form={form} name="name" label="Name" placeholder="Weekly XP" />
+            <Input form={form} name="key" label="Key" placeholder="weekly-xp" />
+            <Select
+              form={form}
+              name="rankBy"
+              label="Rank by"
+              options={[
+                ['points', 'Points'],
+                ['metric', 'Metric'],
+                ['streak', 'Streak'],
+              ]}
+            />
+          </div>
+          <div class="row">
+            <Select
+              form={form}
+              name="pointsSystemId"
+              label="Points system"
+              options={snap.systems.map((s) => [s.id, s.name] as [string, string])}
+              blank="—"
+            />
+            <Select
+              form={form}
+              name="metricId"
+              label="Metric"
+              options={snap.metrics.map((m) => [m.id, m.name] as [string, string])}
+              blank="—"
+            />
+            <Input form={form} name="maxParticipants" label="Max participants" placeholder="1000" />
+          </div>
+          <div class="row">
+            <Input form={form} name="start" label="Start" type="date" hint="Empty = today (UTC)" />
+            <Input form={form} name="end" label="End" type="date" hint="Empty = no end" />
+            <Select
+              form={form}
+              name="runUnit"
+              label="Repeat every"
+              options={[
+                ['day', 'day(s)'],
+                ['month', 'month(s)'],
+                ['year', 'year(s)'],
+              ]}
+              blank="Never (one run)"
+            />
+            <Input form={form} name="runInterval" label="Run length" placeholder="1" />
+          </div>
+          <div class="row">
+            <Select
+              form={form}
+              name="breakdownAttributes"
+              label="Break down by"
+              multiple
+              options={[...snap.attributesById.values()]
+                .filter((a) => a.type === 'user')
+                .map((a) => [a.id, a.name] as [string, string])}
+            />
+            <TextArea form={form} name="description" label="Description" />
+          </div>
+          <Select
+            form={form}
+            name="status"
+            label="Status"
+            options={[
+              ['inactive', 'Create inactive'],
+              ['active', 'Create and activate'],
+            ]}
+          />
+          <div>
+            <button type="submit">Create leaderboard</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+async function boardPage(
+  deps: Deps,
+  ctx: PageCtx,
+  id: string,
+  runDate: string | undefined,
+  groupParam: string | undefined,
+) {
+  const snap = deps.catalog.snapshot;
+  const board = snap.leaderboardsById.get(id);
+  if (!board) throw notFound('Leaderboard not found');
+  const shown = (await leaderboardsResource.get(deps, id, undefined as never))!;
+  const now = deps.clock.now();
+  const current = runForRead(board, now, utcDate(now));
+  const run = runDate ? runForRead(board, now, utcDate(now), runDate) : current;
+  const groups = await runGroups(deps, board.id, run.start);
+  const groupList = [...groups.keys()].sort();
+  const group = groupParam ?? groupList[0] ?? '';
+  const ranked =
+    shown.status === 'inactive'
+      ? []
+      : await rankingsWindow(deps, board, run, group, { offset: 0, limit: 100 });
+  const names = await userNames(
+    deps,
+    ranked.map((r) => r.userId),
+  );
+  const past = [];
+  for (let i = current.index; i >= Math.max(0, current.index - 11); i--) {
+    const r = runByIndex(board, i);
+    if (r) past.push(r);
+  }
+  const groupName = (g: string) =>
+    decodeGroup(snap, board, g)
+      .map((x) => `${x.key}: ${x.value}`)
+      .join(', ') || 'Everyone';
+  const link = (runStart: string, g?: string) =>
+    `/dashboard/leaderboards/${id}?run=${runStart}${g !== undefined ? `&group=${encodeURIComponent(g)}` : ''}`;
+  const unit =
+    board.rankBy === 'points'
+      ? (snap.systemsById.get(board.pointsSystemId ?? '')?.name ?? 'points')
+      : board.rankBy === 'metric'
+        ? (snap.metricsById.get(board.metricId ?? '')?.name ?? 'value')
+        : 'streak';
+  return (
+    <Layout
+      title={board.name}
+      active="/dashboard/leaderboards"
+      ctx={ctx}
+      sub={
+        <>
+          Leaderboard <code>{board.key}</code> · ranks by {unit}
+        </>
+      }
+      actions={<a href="/dashboard/leaderboards">All leaderboards</a>}
+    >
+      <div class="stats">
+        <Stat label="Status" value={<Status s={shown.status} />} />
+        <Stat label="Run shown" value={run.start} hint={run.end ? `until ${run.end}` : 'no end'} />
+        <Stat
+          label="Ranked in group"
+          value={fmt(groups.get(group) ?? 0)}
+          hint={`of ${fmt(board.maxParticipants)} places`}
+        />
+        <Stat label="Groups" value={fmt(Math.max(1, groupList.length))} />
+      </div>
+      <div class="grid two">
+        <div class="card">
+          <h2>Rankings · {groupName(group)}</h2>
+          {groupList.length > 1 ? (
+            <div class="tabs">
+              {groupList.map((g) => (
+                <a href={link(run.start, g)} class={g === group ? 'on' : ''}>
+                  {groupName(g)}
+                </a>
+              ))}
+            </div>
+          ) : null}
+          {ranked.length ? (
+            <table id="rankings">
+              <thead>
+                <tr>
+                  <th class="num">Rank</th>
+                  <th>User</th>
+                  <th class="num">{unit}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {ranked.map((r) => (
+                  <tr>
+                    <td class="num">
+                      <strong>#{r.rank}</strong>
+                    </td>
+                    <td>
+                      <a href={`/dashboard/users?id=${encodeURIComponent(r.userId)}`}>
+                        {names.get(r.userId) ?? r.userId}
+                      </a>
+                      {names.has(r.userId) ? <span class="sub"> · {r.userId}</span> : null}
+                    </td>
+                    <td class="num">{fmt(r.value)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>
+              {shown.status === 'inactive'
+                ? 'Activate the leaderboard to start ranking users.'
+                : 'Nobody is ranked in this run yet.'}
+            </Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>Runs</h2>
+          <table>
+            <thead>
+              <tr>
+                <th>Run</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {past.map((r) => (
+                <tr>
+                  <td>
+                    <a href={link(r.start)}>{runLabel(r)}</a>
+                  </td>
+                  <td>
+                    {r.index === current.index ? (
+                      <span class="badge active">current</span>
+                    ) : r.start === run.start ? (
+                      <span class="badge">shown</span>
+                    ) : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/leaderboards', async (c) =>
+    c.html(await boardsPage(deps, pageCtx(c), emptyForm({ rankBy: 'points' }))),
+  );
+  app.post('/leaderboards', async (c) => {
+    const v = await formOf(c);
+    const r = await attempt(
+      deps,
+      () => leaderboardsResource.create!(deps, boardItem(v), adminCtx(c)),
+      FIELDS,
+      v,
+    );
+    if (!r.ok) return c.html(await boardsPage(deps, pageCtx(c), r.form), 422);
+    return done(c, '/dashboard/leaderboards', `Leaderboard “${r.value.name}” created (${r.value.status}).`);
+  });
+  app.get('/leaderboards/:id', async (c) =>
+    c.html(
+      await boardPage(
+        deps,
+        pageCtx(c),
+        c.req.param('id'),
+        c.req.query('run') || undefined,
+        c.req.query('group'),
+      ),
+    ),
+  );
+  app.post('/leaderboards/:id/status', async (c) => {
+    const v = await formOf(c);
+    const r = await attempt(
+      deps,
+      () => leaderboardsResource.update!(deps, { id: c.req.param('id'), status: str(v.status) }, adminCtx(c)),
+      [],
+      v,
+    );
+    return r.ok
+      ? done(c, '/dashboard/leaderboards', `Leaderboard “${r.value.name}” is now ${r.value.status}.`)
+      : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not changed', 'error');
+  });
+  app.post('/leaderboards/:id/delete', async (c) => {
+    const r = await attempt(
+      deps,
+      () => leaderboardsResource.remove!(deps, c.req.param('id'), adminCtx(c)),
+      [],
+      {},
+    );
+    return r.ok
+      ? done(c, '/dashboard/leaderboards', 'Leaderboard deleted.')
+      : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not deleted', 'error');
+  });
+}

@@ -1,0 +1,556 @@
+import type { Context, Hono } from 'hono';
+import { boostsResource } from '../../admin/boosts';
+import { levelsResource } from '../../admin/levels';
+import { pointsSystemsResource, requirePointsSystem } from '../../admin/points-systems';
+import { triggersResource } from '../../admin/triggers';
+import type { Deps } from '../../deps';
+import { BarChart } from '../charts';
+import { pointsHistogram, usersAtLeast } from '../data';
+import { adminCtx, attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import type { DashEnv } from '../session';
+import {
+  Csrf,
+  Empty,
+  emptyForm,
+  FormError,
+  type FormState,
+  fmt,
+  Input,
+  Layout,
+  type PageCtx,
+  PostButton,
+  Select,
+  Stat,
+  Status,
+  TextArea,
+} from '../ui';
+
+const ALL = { limit: 1000, skip: 0 };
+const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
+const TRIGGER_FIELDS = [
+  'type',
+  'points',
+  'status',
+  'metricId',
+  'metricThreshold',
+  'achievementId',
+  'streakLength',
+  'timeUnit',
+  'timeInterval',
+] as const;
+const LEVEL_FIELDS = ['name', 'key', 'points', 'description', 'badge'] as const;
+const BOOST_FIELDS = ['name', 'start', 'end', 'multiplier', 'rounding', 'userId'] as const;
+
+async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
+  const rows = await pointsSystemsResource.list(deps, ALL, undefined as never);
+  const snap = deps.catalog.snapshot;
+  return (
+    <Layout
+      title="Points"
+      active="/dashboard/points"
+      ctx={ctx}
+      sub="Points systems award points through triggers, multiply them with boosts and map totals to levels."
+    >
+      <div class="grid two">
+        <div class="card">
+          <h2>Points systems</h2>
+          {rows.length ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>System</th>
+                  <th class="num">Triggers</th>
+                  <th class="num">Levels</th>
+                  <th class="num">Boosts</th>
+                  <th class="num">Cap</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((s) => {
+                  const cfg = snap.systemsById.get(s.id);
+                  return (
+                    <tr>
+                      <td>
+                        <a href={`/dashboard/points/${s.id}`}>
+                          <strong>{s.name}</strong>
+                        </a>
+                        <div class="sub">
+                          <code>{s.key}</code>
+                        </div>
+                      </td>
+                      <td class="num">{cfg?.triggers.length ?? 0}</td>
+                      <td class="num">{cfg?.levels.length ?? 0}</td>
+                      <td class="num">{cfg?.boosts.length ?? 0}</td>
+                      <td class="num">{s.maxPoints === null ? 'none' : fmt(s.maxPoints)}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No points systems yet.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>New points system</h2>
+          <form method="post" action="/dashboard/points" class="stack" id="system-form">
+            <Csrf token={ctx.csrf} />
+            <FormError form={form} />
+            <Input form={form} name="name" label="Name" placeholder="XP" />
+            <Input form={form} name="key" label="Key" placeholder="xp" />
+            <TextArea form={form} name="description" label="Description" />
+            <Input
+              form={form}
+              name="maxPoints"
+              label="Maximum points per user"
+              hint="Leave empty for no cap"
+            />
+            <div>
+              <button type="submit">Create points system</button>
+            </div>
+          </form>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+interface Forms {
+  trigger?: FormState;
+  level?: FormState;
+  boost?: FormState;
+}
+
+async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: Forms) {
+  const id = c.req.param('systemId') ?? '';
+  await requirePointsSystem(deps, c);
+  const sys = (await pointsSystemsResource.get(deps, id, adminCtx(c)))!;
+  const [triggers, levels, boosts, hist] = await Promise.all([
+    triggersResource.list(deps, ALL, adminCtx(c)),
+    levelsResource.list(deps, ALL, adminCtx(c)),
+    boostsResource.list(deps, ALL, adminCtx(c)),
+    pointsHistogram(deps, id),
+  ]);
+  const reached = await Promise.all(levels.map((l) => usersAtLeast(deps, id, l.points)));
+  const snap = deps.catalog.snapshot;
+  const base = `/dashboard/points/${id}`;
+  const describe = (t: (typeof triggers)[number]) => {
+    switch (t.type) {
+      case 'metric':
+        return `Every ${fmt(t.metricThreshold)} ${snap.metricsById.get(t.metricId ?? '')?.name ?? 'metric'}`;
+      case 'achievement':
+        return `Completing ${snap.achievementsById.get(t.achievementId ?? '')?.name ?? 'an achievement'}`;
+      case 'streak':
+        return `Every ${t.streakLength} periods of streak`;
+      case 'time':
+        return `Every ${t.timeInterval} ${t.timeUnit}`;
+      default:
+        return 'When a user is created';
+    }
+  };
+  const tf = forms.trigger ?? emptyForm({ type: 'metric', status: 'active' });
+  const lf = forms.level ?? emptyForm();
+  const bf = forms.boost ?? emptyForm({ rounding: 'down' });
+  const total = reached.length ? hist.users : 0;
+  return (
+    <Layout
+      title={sys.name}
+      active="/dashboard/points"
+      ctx={ctx}
+      sub={
+        <>
+          Points system <code>{sys.key}</code>
+          {sys.maxPoints !== null ? ` · capped at ${fmt(sys.maxPoints)}` : ''}
+          {sys.description ? ` · ${sys.description}` : ''}
+        </>
+      }
+      actions={<a href="/dashboard/points">All points systems</a>}
+    >
+      <div class="stats">
+        <Stat label="Users with a total" value={fmt(hist.users)} />
+        <Stat
+          label="Active triggers"
+          value={fmt(triggers.filter((t) => t.status === 'active').length)}
+          hint={`${triggers.length} in all`}
+        />
+        <Stat label="Levels" value={fmt(levels.length)} />
+        <Stat label="Active boosts" value={fmt(boosts.filter((b) => b.status === 'active').length)} />
+      </div>
+      <div class="grid two">
+        <div class="card">
+          <h2>Points distribution</h2>
+          {hist.buckets.length ? (
+            <>
+              <BarChart
+                unit="users per points range"
+                bars={hist.buckets.map((b) => ({
+                  label: b.from === b.to ? fmt(b.from) : `${fmt(b.from)}–${fmt(b.to)}`,
+                  value: b.count,
+                  title: `${fmt(b.from)} to ${fmt(b.to)} points: ${fmt(b.count)} users`,
+                }))}
+              />
+              <div class="legend">Users per points range.</div>
+            </>
+          ) : (
+            <Empty>No user has a total in this system yet.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>Levels</h2>
+          {levels.length ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Level</th>
+                  <th class="num">From</th>
+                  <th class="num">Users reached</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {levels.map((l, i) => (
+                  <tr>
+                    <td>
+                      <strong>{l.name}</strong>
+                      <div class="sub">
+                        <code>{l.key}</code>
+                      </div>
+                    </td>
+                    <td class="num">{fmt(l.points)}</td>
+                    <td class="num">
+                      {fmt(reached[i])}
+                      {total ? (
+                        <span class="sub"> ({((100 * (reached[i] ?? 0)) / total).toFixed(0)}%)</span>
+                      ) : null}
+                    </td>
+                    <td class="num">
+                      <PostButton
+                        action={`${base}/levels/${l.id}/delete`}
+                        csrf={ctx.csrf}
+                        label="Delete"
+                        kind="danger"
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No levels yet.</Empty>
+          )}
+          <h3>Add a level</h3>
+          <form method="post" action={`${base}/levels`} class="stack" id="level-form">
+            <Csrf token={ctx.csrf} />
+            <FormError form={lf} />
+            <div class="row">
+              <Input form={lf} name="name" label="Name" placeholder="Bronze" />
+              <Input form={lf} name="key" label="Key" placeholder="bronze" />
+              <Input form={lf} name="points" label="From points" placeholder="100" />
+            </div>
+            <div>
+              <button type="submit">Add level</button>
+            </div>
+          </form>
+        </div>
+      </div>
+
+      <div class="card" style="margin-top:18px">
+        <h2>Triggers</h2>
+        {triggers.length ? (
+          <table>
+            <thead>
+              <tr>
+                <th>Awards</th>
+                <th>When</th>
+                <th>Status</th>
+                <th>Since</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {triggers.map((t) => (
+                <tr>
+                  <td>
+                    <strong>
+                      {t.points > 0 ? '+' : ''}
+                      {fmt(t.points)}
+                    </strong>{' '}
+                    points
+                  </td>
+                  <td>{describe(t)}</td>
+                  <td>
+                    <Status s={t.status} />
+                  </td>
+                  <td>{t.updated.slice(0, 10)}</td>
+                  <td>
+                    <div class="actions">
+                      <PostButton
+                        action={`${base}/triggers/${t.id}/status`}
+                        csrf={ctx.csrf}
+                        label={t.status === 'active' ? 'Deactivate' : 'Activate'}
+                        fields={{ status: t.status === 'active' ? 'inactive' : 'active' }}
+                      />
+                      <PostButton
+                        action={`${base}/triggers/${t.id}/delete`}
+                        csrf={ctx.csrf}
+                        label="Delete"
+                        kind="danger"
+                      />
+                    </div>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No triggers yet: this system awards nothing until one is active.</Empty>
+        )}
+        <h3>Add a trigger</h3>
+        <form method="post" action={`${base}/triggers`} class="stack" id="trigger-form">
+          <Csrf token={ctx.csrf} />
+          <FormError form={tf} />
+          <div class="row">
+            <Select
+              form={tf}
+              name="type"
+              label="Type"
+              options={[
+                ['metric', 'Metric threshold'],
+                ['achievement', 'Achievement completed'],
+                ['streak', 'Streak length'],
+                ['time', 'Time interval'],
+                ['user_creation', 'User created'],
+              ]}
+            />
+            <Input form={tf} name="points" label="Points" placeholder="10" />
+            <Select
+              form={tf}
+              name="status"
+              label="Status"
+              options={[
+                ['active', 'Active'],
+                ['inactive', 'Inactive'],
+              ]}
+            />
+          </div>
+          <div class="row">
+            <Select
+              form={tf}
+              name="metricId"
+              label="Metric"
+              options={snap.metrics.map((m) => [m.id, m.name] as [string, string])}
+              blank="—"
+            />
+            <Input form={tf} name="metricThreshold" label="Every (metric total)" placeholder="1" />
+            <Select
+              form={tf}
+              name="achievementId"
+              label="Achievement"
+              options={snap.achievements.map((a) => [a.id, a.name] as [string, string])}
+              blank="—"
+            />
+          </div>
+          <div class="row">
+            <Input form={tf} name="streakLength" label="Streak length" />
+            <Input form={tf} name="timeInterval" label="Time interval" />
+            <Select
+              form={tf}
+              name="timeUnit"
+              label="Time unit"
+              options={[
+                ['hours', 'hours'],
+                ['days', 'days'],
+              ]}
+              blank="—"
+            />
+          </div>
+          <div>
+            <button type="submit">Add trigger</button>
+          </div>
+        </form>
+      </div>
+
+      <div class="card">
+        <h2>Boosts</h2>
+        {boosts.length ? (
+          <table>
+            <thead>
+              <tr>
+                <th>Boost</th>
+                <th class="num">Multiplier</th>
+                <th>Dates</th>
+                <th>Applies to</th>
+                <th>Status</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {boosts.map((b) => (
+                <tr>
+                  <td>{b.name}</td>
+                  <td class="num">×{fmt(b.multiplier)}</td>
+                  <td>
+                    {b.start} → {b.end ?? 'open-ended'}
+                  </td>
+                  <td>
+                    {b.userId
+                      ? `User ${b.userId}`
+                      : b.userAttributes.length
+                        ? b.userAttributes.map((f) => `${f.attributeKey}=${f.attributeValue}`).join(', ')
+                        : 'Everyone'}
+                  </td>
+                  <td>
+                    <Status s={b.status} />
+                  </td>
+                  <td class="num">
+                    <PostButton
+                      action={`${base}/boosts/${b.id}/delete`}
+                      csrf={ctx.csrf}
+                      label="Delete"
+                      kind="danger"
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No boosts.</Empty>
+        )}
+        <h3>Add a boost</h3>
+        <form method="post" action={`${base}/boosts`} class="stack" id="boost-form">
+          <Csrf token={ctx.csrf} />
+          <FormError form={bf} />
+          <div class="row">
+            <Input form={bf} name="name" label="Name" placeholder="Double XP weekend" />
+            <Input form={bf} name="multiplier" label="Multiplier" placeholder="2" />
+            <Select
+              form={bf}
+              name="rounding"
+              label="Rounding"
+              options={[
+                ['down', 'Down'],
+                ['up', 'Up'],
+                ['nearest', 'Nearest'],
+              ]}
+            />
+          </div>
+          <div class="row">
+            <Input form={bf} name="start" label="Start" type="date" />
+            <Input form={bf} name="end" label="End" type="date" hint="Empty = open-ended" />
+            <Input form={bf} name="userId" label="Only for user" hint="Empty = everyone" />
+          </div>
+          <div>
+            <button type="submit">Add boost</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+function triggerItem(v: Values) {
+  const type = str(v.type);
+  const item: Record<string, unknown> = { type, points: num(v.points), status: str(v.status) };
+  if (type === 'metric')
+    Object.assign(item, { metricId: str(v.metricId), metricThreshold: num(v.metricThreshold) });
+  if (type === 'achievement') item.achievementId = str(v.achievementId);
+  if (type === 'streak') item.streakLength = num(v.streakLength);
+  if (type === 'time') Object.assign(item, { timeUnit: str(v.timeUnit), timeInterval: num(v.timeInterval) });
+  return item;
+}
+
+export function mountPointsPages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/points', async (c) => c.html(await systemsPage(deps, pageCtx(c), emptyForm())));
+  app.post('/points', async (c) => {
+    const v = await formOf(c);
+    const item = {
+      name: str(v.name),
+      key: str(v.key),
+      description: strOrNull(v.description),
+      maxPoints: num(v.maxPoints) ?? null,
+    };
+    const r = await attempt(
+      deps,
+      () => pointsSystemsResource.create!(deps, item, adminCtx(c)),
+      SYSTEM_FIELDS,
+      v,
+    );
+    if (!r.ok) return c.html(await systemsPage(deps, pageCtx(c), r.form), 422);
+    return done(
+      c,
+      `/dashboard/points/${r.value.id}`,
+      `Points system “${r.value.name}” created. Add triggers and levels below.`,
+    );
+  });
+
+  app.get('/points/:systemId', async (c) => c.html(await systemPage(deps, c, pageCtx(c), {})));
+
+  const nested = (
+    name: 'triggers' | 'levels' | 'boosts',
+    form: keyof Forms,
+    fields: readonly string[],
+    build: (v: Values) => Record<string, unknown>,
+    label: string,
+  ) => {
+    const resource = { triggers: triggersResource, levels: levelsResource, boosts: boostsResource }[
+      name
+    ] as typeof levelsResource;
+    app.post(`/points/:systemId/${name}`, async (c) => {
+      await requirePointsSystem(deps, c);
+      const v = await formOf(c);
+      const r = await attempt(deps, () => resource.create!(deps, build(v), adminCtx(c)), fields, v);
+      if (!r.ok) return c.html(await systemPage(deps, c, pageCtx(c), { [form]: r.form }), 422);
+      return done(c, `/dashboard/points/${c.req.param('systemId')}`, `${label} added.`);
+    });
+    app.post(`/points/:systemId/${name}/:id/delete`, async (c) => {
+      await requirePointsSystem(deps, c);
+      const r = await attempt(deps, () => resource.remove!(deps, c.req.param('id'), adminCtx(c)), [], {});
+      const to = `/dashboard/points/${c.req.param('systemId')}`;
+      return r.ok
+        ? done(c, to, `${label} deleted.`)
+        : done(c, to, r.form.formError ?? 'Not deleted', 'error');
+    });
+  };
+  nested('triggers', 'trigger', TRIGGER_FIELDS, triggerItem, 'Trigger');
+  nested(
+    'levels',
+    'level',
+    LEVEL_FIELDS,
+    (v) => ({
+      name: str(v.name),
+      key: str(v.key),
+      points: num(v.points),
+      description: strOrNull(v.description),
+    }),
+    'Level',
+  );
+  nested(
+    'boosts',
+    'boost',
+    BOOST_FIELDS,
+    (v) => ({
+      name: str(v.name),
+      start: str(v.start),
+      end: strOrNull(v.end),
+      multiplier: num(v.multiplier),
+      rounding: str(v.rounding),
+      userId: strOrNull(v.userId),
+    }),
+    'Boost',
+  );
+  app.post('/points/:systemId/triggers/:id/status', async (c) => {
+    await requirePointsSystem(deps, c);
+    const v = await formOf(c);
+    const to = `/dashboard/points/${c.req.param('systemId')}`;
+    const r = await attempt(
+      deps,
+      () => triggersResource.update!(deps, { id: c.req.param('id'), status: str(v.status) }, adminCtx(c)),
+      [],
+      v,
+    );
+    return r.ok
+      ? done(c, to, `Trigger is now ${r.value.status}.`)
+      : done(c, to, r.form.formError ?? 'Not changed', 'error');
+  });
+}

@@ -1,0 +1,290 @@
+import type { Hono } from 'hono';
+import type { Deps } from '../../deps';
+import { leaderboardStatus, utcDate } from '../../engine/leaderboard-status';
+import { runForRead, userHistory, userStanding } from '../../engine/leaderboards';
+import { localDate, periodBounds, periodIndex } from '../../engine/periods';
+import { levelOf } from '../../http/presenters';
+import { LineChart, type StreakCell, StreakStrip } from '../charts';
+import { userState } from '../data';
+import { pageCtx } from '../forms';
+import type { DashEnv } from '../session';
+import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
+
+const HISTORY_PERIODS = 56;
+
+const Lookup = (p: { id: string }) => (
+  <form method="get" action="/dashboard/users" class="card" style="display:flex;gap:10px;align-items:end">
+    <div class="field" style="flex:1">
+      <label for="f-id">User id</label>
+      <input
+        id="f-id"
+        name="id"
+        type="search"
+        value={p.id}
+        placeholder="The id your application uses for the user"
+      />
+    </div>
+    <button type="submit">Look up</button>
+  </form>
+);
+
+async function userPage(deps: Deps, ctx: PageCtx, id: string) {
+  const snap = deps.catalog.snapshot;
+  if (!id) {
+    return (
+      <Layout
+        title="Users"
+        active="/dashboard/users"
+        ctx={ctx}
+        sub="Look a user up by the id your application sends."
+      >
+        <Lookup id="" />
+      </Layout>
+    );
+  }
+  const state = await userState(
+    deps,
+    id,
+    snap.systems.map((s) => s.id),
+  );
+  if (!state) {
+    return (
+      <Layout
+        title="Users"
+        active="/dashboard/users"
+        ctx={ctx}
+        sub="Look a user up by the id your application sends."
+      >
+        <Lookup id={id} />
+        <div class="card">
+          <Empty>No user with the id “{id}”. Users are created by their first event or identification.</Empty>
+        </div>
+      </Layout>
+    );
+  }
+  const p = state.profile;
+  const now = deps.clock.now();
+  const tz = p.tz || 'UTC';
+  const attrs = Object.entries(p).filter(([k]) => k.startsWith('a:'));
+
+  // Streak history: one cell per period of the current settings' epoch, ending with the current one.
+  const cfg = snap.streak;
+  const curIdx = periodIndex(cfg.frequency, localDate(now, tz));
+  const cells: StreakCell[] = [];
+  for (let idx = curIdx - HISTORY_PERIODS + 1; idx <= curIdx; idx++) {
+    const h = state.streak[`h:${cfg.epoch}:${idx}`];
+    const [len, freeze, pause] = (h ?? '').split('|');
+    cells.push({
+      label: periodBounds(cfg.frequency, idx).start,
+      state: h === undefined ? 'missed' : freeze === '1' ? 'freeze' : pause === '1' ? 'pause' : 'met',
+      length: Number(len ?? 0),
+    });
+  }
+  const streakEpochMatches = Number(state.streak.epoch ?? -1) === cfg.epoch;
+  const streakLength = cfg.enabled && streakEpochMatches ? Number(state.streak.length ?? 0) : 0;
+
+  const boards = snap.leaderboards.filter((b) => leaderboardStatus(b, now) !== 'inactive');
+  const standings = await Promise.all(
+    boards.map(async (b) => {
+      const run = runForRead(b, now, utcDate(now));
+      const [standing, history] = await Promise.all([
+        userStanding(deps, b, run, id),
+        userHistory(deps, b, run, id, 50),
+      ]);
+      return { board: b, run, standing, history };
+    }),
+  );
+
+  return (
+    <Layout title={p.name || id} active="/dashboard/users" ctx={ctx} sub={p.name ? `User ${id}` : 'User'}>
+      <Lookup id={id} />
+      <div class="stats">
+        {snap.systems.map((s) => {
+          const total = state.points.get(s.id) ?? 0;
+          const level = levelOf(s, total);
+          return (
+            <Stat
+              label={s.name}
+              value={<span data-points={s.key}>{fmt(total)}</span>}
+              hint={<span data-level={s.key}>{level ? `Level: ${level.name}` : 'No level yet'}</span>}
+            />
+          );
+        })}
+        <Stat
+          label="Streak"
+          value={fmt(streakLength)}
+          hint={cfg.enabled ? `${cfg.frequency}` : 'streaks are off'}
+        />
+        <Stat
+          label="Achievements"
+          value={fmt(state.achievements.size)}
+          hint={`of ${snap.achievements.length}`}
+        />
+      </div>
+
+      <div class="grid halves">
+        <div class="card">
+          <h2>Profile</h2>
+          <dl class="kv">
+            <dt>Id</dt>
+            <dd>
+              <code>{id}</code>
+            </dd>
+            <dt>Name</dt>
+            <dd>{p.name || '–'}</dd>
+            <dt>Email</dt>
+            <dd>{p.email || '–'}</dd>
+            <dt>Time zone</dt>
+            <dd>{tz}</dd>
+            <dt>Created</dt>
+            <dd>{when(Number(p.created))}</dd>
+            {attrs.map(([k, v]) => (
+              <>
+                <dt>{snap.userAttributesByKey.get(k.slice(2))?.name ?? k.slice(2)}</dt>
+                <dd>{v}</dd>
+              </>
+            ))}
+          </dl>
+        </div>
+        <div class="card">
+          <h2>Metric totals</h2>
+          {state.metrics.size ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Metric</th>
+                  <th class="num">Total</th>
+                </tr>
+              </thead>
+              <tbody>
+                {snap.metrics
+                  .filter((m) => state.metrics.has(m.id))
+                  .map((m) => (
+                    <tr>
+                      <td>{m.name}</td>
+                      <td class="num">
+                        {fmt(state.metrics.get(m.id))} {m.units ?? ''}
+                      </td>
+                    </tr>
+                  ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No events recorded.</Empty>
+          )}
+        </div>
+      </div>
+
+      {snap.systems.map((s) => {
+        const awards = [...(state.awards.get(s.id) ?? [])].reverse();
+        if (!awards.length) return null;
+        const points = [
+          { t: awards[0]!.date - 1, v: awards[0]!.total - awards[0]!.awarded },
+          ...awards.map((a) => ({ t: a.date, v: a.total })),
+        ];
+        return (
+          <div class="card" style="margin-top:18px">
+            <h2>{s.name} over time</h2>
+            <LineChart points={points} label={`${s.name} total over time`} />
+            <div class="legend">Total after each of the last {awards.length} awards.</div>
+          </div>
+        );
+      })}
+
+      <div class="grid halves" style="margin-top:18px">
+        <div class="card">
+          <h2>Streak history</h2>
+          {cfg.enabled ? (
+            <>
+              <p class="sub" style="margin-bottom:10px">
+                Current length {fmt(streakLength)}
+                {state.streak.started ? ` · since ${state.streak.started}` : ''}
+                {cfg.freezesEnabled ? ` · ${fmt(Number(state.streak.freezes ?? 0))} freezes left` : ''}
+                {state.streak.longest ? ` · longest ${fmt(Number(state.streak.longest))}` : ''}
+              </p>
+              <StreakStrip cells={cells} />
+            </>
+          ) : (
+            <Empty>Streaks are turned off.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>Achievements</h2>
+          {state.achievements.size ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Achievement</th>
+                  <th>Completed</th>
+                </tr>
+              </thead>
+              <tbody>
+                {[...state.achievements.entries()]
+                  .sort((a, b) => b[1] - a[1])
+                  .map(([aid, at]) => (
+                    <tr>
+                      <td>{snap.achievementsById.get(aid)?.name ?? 'Deleted achievement'}</td>
+                      <td>{Number.isNaN(at) ? '–' : when(at)}</td>
+                    </tr>
+                  ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No achievements completed.</Empty>
+          )}
+        </div>
+      </div>
+
+      <div class="card" style="margin-top:18px">
+        <h2>Leaderboards</h2>
+        {standings.length ? (
+          <table id="user-ranks">
+            <thead>
+              <tr>
+                <th>Leaderboard</th>
+                <th>Run</th>
+                <th class="num">Rank</th>
+                <th class="num">Value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {standings.map((s) => (
+                <tr>
+                  <td>
+                    <a href={`/dashboard/leaderboards/${s.board.id}`}>{s.board.name}</a>
+                  </td>
+                  <td>{s.run.start}</td>
+                  <td class="num" data-rank={s.board.key}>
+                    {s.standing.rank === null ? 'not ranked' : `#${s.standing.rank}`}
+                  </td>
+                  <td class="num">{fmt(s.standing.value)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No active leaderboards.</Empty>
+        )}
+        {standings
+          .filter((s) => s.history.some((h) => h.rank !== null))
+          .map((s) => (
+            <>
+              <h3>Rank over time · {s.board.name}</h3>
+              <LineChart
+                invert
+                label={`rank on ${s.board.name}`}
+                points={s.history
+                  .filter((h) => h.rank !== null)
+                  .map((h) => ({ t: Date.parse(h.timestamp), v: h.rank as number }))}
+                height={160}
+              />
+            </>
+          ))}
+      </div>
+    </Layout>
+  );
+}
+
+export function mountUserPages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/users', async (c) => c.html(await userPage(deps, pageCtx(c), (c.req.query('id') ?? '').trim())));
+}
