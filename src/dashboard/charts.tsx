@@ -10,7 +10,10 @@ export const BarChart: FC<{
   bars: Array<{ label: string; value: number; title?: string }>;
   height?: number;
   unit?: string;
+  /** Drawing width: about the card's width in pixels, so text keeps its size. */
+  width?: number;
 }> = (p) => {
+  const W = p.width ?? 640;
   const h = p.height ?? 180;
   const top = 14;
   const bottom = 30;
@@ -64,9 +67,11 @@ export const LineChart: FC<{
   invert?: boolean;
   label: string;
   height?: number;
+  width?: number;
 }> = (p) => {
+  const W = p.width ?? 640;
   const h = p.height ?? 200;
-  const top = 14;
+  const top = 24;
   const bottom = 28;
   const left = 48;
   const right = 12;
@@ -120,7 +125,12 @@ export const LineChart: FC<{
       <text x={W - right} y={h - 8} text-anchor="end">
         {day(t1)}
       </text>
-      <text x={x(last.t) + 6} y={y(last.v) - 6} style="fill:#1c2330;font-weight:600">
+      <text
+        x={x(last.t) - 6}
+        y={y(last.v) - 8}
+        text-anchor="end"
+        style="fill:#1c2330;font-weight:600;font-size:12px"
+      >
         {`${p.invert ? '#' : ''}${fmt(last.v)}`}
       </text>
     </svg>
@@ -143,7 +153,8 @@ const CELL_COLOURS: Record<StreakCell['state'], string> = {
 
 /** One square per period, oldest left: met, frozen, paused or missed. */
 export const StreakStrip: FC<{ cells: StreakCell[] }> = ({ cells }) => {
-  const size = 18;
+  const W = 480;
+  const size = 19;
   const gap = 4;
   const perRow = Math.floor((W + gap) / (size + gap));
   const rows = Math.max(1, Math.ceil(cells.length / perRow));

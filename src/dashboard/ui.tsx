@@ -128,9 +128,8 @@ const FieldWrap: FC<PropsWithChildren<FieldProps>> = (p) => {
         <div class="err" id={`err-${p.name}`} role="alert">
           {err}
         </div>
-      ) : p.hint ? (
-        <div class="hint">{p.hint}</div>
       ) : null}
+      {p.hint ? <div class="hint">{p.hint}</div> : null}
     </div>
   );
 };

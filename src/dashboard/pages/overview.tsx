@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
 import { leaderboardStatus } from '../../engine/leaderboard-status';
 import { BarChart } from '../charts';
-import { eventsPerMinute, recentEvents, userCount } from '../data';
+import { achievementCompletions, eventsPerMinute, recentEvents, userCount } from '../data';
 import { pageCtx } from '../forms';
 import type { DashEnv } from '../session';
 import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
@@ -12,11 +12,16 @@ const MINUTES = 15;
 async function overviewPage(deps: Deps, ctx: PageCtx) {
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
-  const [users, perMinute, recent] = await Promise.all([
+  const [users, perMinute, recent, completions] = await Promise.all([
     userCount(deps),
     eventsPerMinute(deps, MINUTES),
     recentEvents(deps),
+    achievementCompletions(deps),
   ]);
+  const topAchievements = snap.achievements
+    .map((a) => ({ a, n: completions.get(a.id) ?? 0 }))
+    .sort((x, y) => y.n - x.n)
+    .slice(0, 6);
   const lastFive = perMinute.slice(-5).reduce((s, b) => s + b.count, 0) / 5;
   const activeBoards = snap.leaderboards.filter((b) => leaderboardStatus(b, now) === 'active').length;
   const activeAchievements = snap.achievements.filter((a) => a.status === 'active').length;
@@ -98,6 +103,8 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
           {anyEvents ? (
             <>
               <BarChart
+                width={420}
+                height={200}
                 unit="events per minute"
                 bars={perMinute.map((b) => ({
                   label: new Date(b.start).toISOString().slice(11, 16),
@@ -108,6 +115,30 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
             </>
           ) : (
             <Empty>No events in the last {MINUTES} minutes.</Empty>
+          )}
+          <h2 style="margin-top:22px">Achievements</h2>
+          {topAchievements.length ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Achievement</th>
+                  <th class="num">Completed by</th>
+                </tr>
+              </thead>
+              <tbody>
+                {topAchievements.map(({ a, n }) => (
+                  <tr>
+                    <td>{a.name}</td>
+                    <td class="num">
+                      {fmt(n)}
+                      {users ? <span class="sub"> ({((100 * n) / users).toFixed(0)}%)</span> : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No achievements configured.</Empty>
           )}
         </div>
       </div>

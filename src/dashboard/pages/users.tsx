@@ -10,7 +10,7 @@ import { pageCtx } from '../forms';
 import type { DashEnv } from '../session';
 import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
-const HISTORY_PERIODS = 56;
+const HISTORY_PERIODS = 42;
 
 const Lookup = (p: { id: string }) => (
   <form method="get" action="/dashboard/users" class="card" style="display:flex;gap:10px;align-items:end">
@@ -185,7 +185,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
         return (
           <div class="card" style="margin-top:18px">
             <h2>{s.name} over time</h2>
-            <LineChart points={points} label={`${s.name} total over time`} />
+            <LineChart points={points} label={`${s.name} total over time`} width={1000} height={220} />
             <div class="legend">Total after each of the last {awards.length} awards.</div>
           </div>
         );
@@ -276,7 +276,8 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
                 points={s.history
                   .filter((h) => h.rank !== null)
                   .map((h) => ({ t: Date.parse(h.timestamp), v: h.rank as number }))}
-                height={160}
+                height={150}
+                width={1000}
               />
             </>
           ))}
