@@ -105,3 +105,18 @@ export function queryDate(c: Context, name: string): string | undefined {
     throw unprocessable(`${name} must be a date YYYY-MM-DD`);
   return raw;
 }
+
+/** The `{id}` path segment naming a user: 1–255 characters after decoding, else 422 (application-api §6.4). */
+export function userIdParam(c: Context): string {
+  const id = c.req.param('id') ?? '';
+  if (id.length < 1 || id.length > 255) throw unprocessable('User id must be 1 to 255 characters');
+  return id;
+}
+
+/** A boolean query parameter (`true` / `false`, else 422) or its default. */
+export function queryBool(c: Context, name: string, def: boolean): boolean {
+  const raw = queryOne(c, name);
+  if (raw === undefined) return def;
+  if (raw !== 'true' && raw !== 'false') throw unprocessable(`${name} must be true or false`);
+  return raw === 'true';
+}

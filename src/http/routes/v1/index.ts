@@ -4,6 +4,11 @@ import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { documentEvents, recordEventHandler } from './events';
 import { mountLeaderboards } from './leaderboards';
+import { mountAchievements } from './achievements';
+import { mountMetrics } from './metrics';
+import { mountPoints } from './points';
+import { mountStreaks } from './streaks';
+import { mountUsers } from './users';
 
 /** Every /v1 route, plus the event handler for its legacy /api alias. */
 export function v1Routes(
@@ -15,5 +20,10 @@ export function v1Routes(
   routes.post('/metrics/:key/event', recordEvent);
   documentEvents(registry);
   mountLeaderboards(routes, deps, registry);
+  mountUsers(routes, deps, registry);
+  mountAchievements(routes, deps, registry);
+  mountMetrics(routes, deps, registry);
+  mountStreaks(routes, deps, registry);
+  mountPoints(routes, deps, registry);
   return { routes, recordEvent };
 }

@@ -1,0 +1,86 @@
+// Points reads (application-api §6.8, semantics §5.10, §7.2, §7.3) over the per-user award lists and
+// the global per-system totals index (every user is added with 0 at creation).
+import type { PointsSystemConfig } from '../catalog/snapshot';
+import type { Deps } from '../deps';
+import { histogramRanges } from './stats';
+import { asArray, type LuaAward } from './user-op';
+import { perUserPipelines } from './user-reads';
+
+/** A user's total and most recent `count` awards (newest first) in a system. One round trip. */
+export async function userPoints(deps: Deps, userId: string, systemId: string, count: number) {
+  const k = deps.keys.user(userId);
+  const pipe = deps.redis.pipeline();
+  pipe.hget(k.points, systemId);
+  pipe.lrange(k.awards(systemId), 0, count - 1);
+  const res = (await pipe.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  const total = Number(res[0]?.[1] ?? 0);
+  const awards = ((res[1]?.[1] ?? []) as string[]).map((raw) => {
+    const a = JSON.parse(raw) as LuaAward;
+    return { ...a, boosts: asArray(a.boosts as string[] | Record<string, never>) };
+  });
+  return { total, awards };
+}
+
+/** Users never indexed in a system (created before it existed) have a total of 0. */
+async function unindexedUsers(deps: Deps, systemId: string): Promise<number> {
+  const g = deps.keys.global;
+  const [users, indexed] = await Promise.all([
+    deps.redis.get(g.userCount),
+    deps.redis.zcard(g.pointsTotals(systemId)),
+  ]);
+  return Math.max(0, Number(users ?? 0) - indexed);
+}
+
+/**
+ * The 11-range histogram of users' totals (semantics §7.2). Without a filter: 11 ZCOUNTs. With a
+ * user-attribute filter: reads the filter attributes of every indexed user (O(users)).
+ */
+export async function pointsHistogram(
+  deps: Deps,
+  sys: PointsSystemConfig,
+  filter: Array<[string, string]> | undefined,
+) {
+  const zkey = deps.keys.global.pointsTotals(sys.id);
+  if (!filter) {
+    const top = await deps.redis.zrevrange(zkey, 0, 0, 'WITHSCORES');
+    const ranges = histogramRanges(top[1] ? Number(top[1]) : 0);
+    const pipe = deps.redis.pipeline();
+    for (const r of ranges) pipe.zcount(zkey, r.from, r.to);
+    const res = (await pipe.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const zeros = await unindexedUsers(deps, sys.id);
+    return ranges.map((r, i) => ({ ...r, users: Number(res[i]?.[1] ?? 0) + (i === 0 ? zeros : 0) }));
+  }
+  const raw = await deps.redis.zrange(zkey, 0, -1, 'WITHSCORES');
+  const ids: string[] = [];
+  const totals: number[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    ids.push(raw[i]!);
+    totals.push(Number(raw[i + 1]));
+  }
+  const fields = filter.map(([key]) => `a:${key}`);
+  const values = await perUserPipelines<Array<string | null>>(
+    deps,
+    ids,
+    (pipe, id) => pipe.hmget(deps.keys.user(id).profile, ...fields),
+    1,
+  );
+  const selected = totals.filter((_, i) => filter.every(([, value], j) => values[i]?.[0]?.[j] === value));
+  const ranges = histogramRanges(selected.reduce((m, t) => Math.max(m, t), 0));
+  return ranges.map((r) => ({ ...r, users: selected.filter((t) => t >= r.from && t <= r.to).length }));
+}
+
+/** Users currently at each level of a system, ascending by threshold (semantics §7.3). */
+export async function levelSummary(deps: Deps, sys: PointsSystemConfig) {
+  const zkey = deps.keys.global.pointsTotals(sys.id);
+  const pipe = deps.redis.pipeline();
+  sys.levels.forEach((l, i) => {
+    const next = sys.levels[i + 1];
+    pipe.zcount(zkey, l.points, next ? `(${next.points}` : '+inf');
+  });
+  const res = (await pipe.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  const zeros = sys.levels[0]?.points === 0 ? await unindexedUsers(deps, sys.id) : 0;
+  return sys.levels.map((level, i) => ({ level, users: Number(res[i]?.[1] ?? 0) + (i === 0 ? zeros : 0) }));
+}

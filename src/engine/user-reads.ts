@@ -1,0 +1,102 @@
+// Reads of one user's stored state (all keys in the user's shard slot, so one pipeline each).
+import type { Deps } from '../deps';
+import { isValidTimeZone } from './periods';
+
+export type Profile = Record<string, string>;
+
+export interface UserState {
+  profile: Profile;
+  /** metricId -> total in millionths. */
+  metrics: Record<string, string>;
+  /** achievementId -> completion JSON {cid, at}. */
+  achievements: Record<string, string>;
+  /** systemId -> points total. */
+  points: Record<string, string>;
+  /** The raw streak hash. */
+  streak: Record<string, string>;
+}
+
+type Part = Exclude<keyof UserState, 'profile'>;
+
+/** The profile and the requested hashes of a user in one round trip; null when the user does not exist. */
+export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): Promise<UserState | null> {
+  const keys = deps.keys.user(userId);
+  const pipe = deps.redis.pipeline();
+  pipe.hgetall(keys.profile);
+  for (const part of parts) pipe.hgetall(keys[part]);
+  const res = (await pipe.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  const profile = (res[0]?.[1] ?? {}) as Profile;
+  if (!profile.created) return null;
+  const state: UserState = { profile, metrics: {}, achievements: {}, points: {}, streak: {} };
+  parts.forEach((part, i) => {
+    state[part] = (res[i + 1]?.[1] ?? {}) as Record<string, string>;
+  });
+  return state;
+}
+
+/** The user's attribute values (every stored key; callers filter by configuration). */
+export function profileAttributes(p: Profile): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, value] of Object.entries(p)) if (field.startsWith('a:')) out[field.slice(2)] = value;
+  return out;
+}
+
+/** The user's time zone, UTC when none (semantics §0). */
+export const profileTz = (p: Profile): string => (p.tz && isValidTimeZone(p.tz) ? p.tz : 'UTC');
+
+/** Completion {cid, at} of a stored achievement field. */
+export function completionOf(raw: string | undefined): { cid: string; at: number } | null {
+  if (!raw) return null;
+  return JSON.parse(raw) as { cid: string; at: number };
+}
+
+/** Number of users and completions per achievement, from the global counters. One round trip. */
+export async function achievementStats(
+  deps: Deps,
+  ids: string[],
+): Promise<{ users: number; completions: Map<string, number> }> {
+  const g = deps.keys.global;
+  const pipe = deps.redis.pipeline();
+  pipe.get(g.userCount);
+  if (ids.length) pipe.hmget(g.achievementCompletions, ...ids);
+  const res = (await pipe.exec()) ?? [];
+  for (const [err] of res) if (err) throw err;
+  const users = Number(res[0]?.[1] ?? 0);
+  const counts = (res[1]?.[1] ?? []) as Array<string | null>;
+  const completions = new Map<string, number>();
+  ids.forEach((id, i) => {
+    completions.set(id, Number(counts[i] ?? 0));
+  });
+  return { users, completions };
+}
+
+/** Runs one pipeline per user shard (Cluster-safe) and returns each user's replies in input order. */
+export async function perUserPipelines<T>(
+  deps: Deps,
+  userIds: string[],
+  add: (pipe: ReturnType<Deps['redis']['pipeline']>, userId: string) => void,
+  commandsPerUser: number,
+): Promise<T[][]> {
+  const byShard = new Map<number, number[]>();
+  userIds.forEach((id, i) => {
+    const shard = deps.keys.user(id).shard;
+    const list = byShard.get(shard) ?? [];
+    list.push(i);
+    byShard.set(shard, list);
+  });
+  const out: T[][] = new Array(userIds.length);
+  await Promise.all(
+    [...byShard.values()].map(async (indexes) => {
+      const pipe = deps.redis.pipeline();
+      for (const i of indexes) add(pipe, userIds[i]!);
+      const res = (await pipe.exec()) ?? [];
+      indexes.forEach((userIndex, j) => {
+        const slice = res.slice(j * commandsPerUser, (j + 1) * commandsPerUser);
+        for (const [err] of slice) if (err) throw err;
+        out[userIndex] = slice.map(([, v]) => v as T);
+      });
+    }),
+  );
+  return out;
+}
