@@ -3,8 +3,6 @@ import { fmt } from './ui';
 
 // Inline SVG charts: small, static, readable without JavaScript.
 
-const W = 640;
-
 /** Vertical bars with a label under each (histograms, events per minute). */
 export const BarChart: FC<{
   bars: Array<{ label: string; value: number; title?: string }>;

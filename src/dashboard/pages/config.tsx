@@ -255,7 +255,7 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const requirement = (a: (typeof rows)[number]) => {
     if (a.trigger === 'metric') {
       const m = a.metricId ? snap.metricsById.get(a.metricId) : undefined;
-      return `${fmt(a.metricValue)} ${m?.units ?? ''} ${m?.name ?? 'metric'}`.replace(/\s+/g, ' ');
+      return `Reach ${fmt(a.metricValue)}${m?.units ? ` ${m.units}` : ''} in ${m?.name ?? 'a deleted metric'}`;
     }
     if (a.trigger === 'streak') return `${a.streakLength}-period streak`;
     if (a.trigger === 'achievement')
