@@ -186,6 +186,10 @@ if overflow then return cjson.encode({ err = 'OVERFLOW' }) end
 local granted = nil
 if op == 'freeze' then
   granted = math.max(0, math.min(input.count, S.maxF - st.freezes))
+  -- Auto-earn (input.slot): each slot at most once; fz is the last slot earned.
+  if input.slot then
+    if input.slot <= counter('fz') then granted = 0 else counters['fz'] = input.slot end
+  end
   st.freezes = st.freezes + granted
 end
 local restore = nil
@@ -459,7 +463,12 @@ for i, sys in ipairs(plan.systems) do
   if op == 'grant' then
     for _, t in ipairs(sys.tt or {}) do
       for _, g in ipairs(input.grant or {}) do
-        if g == t.id then award(t, t.p) end
+        -- Each slot at most once (semantics §5.6): tt:<id> is the last slot granted.
+        local tf = 'tt:' .. t.id
+        if g == t.id and (input.at or now) > counter(tf) then
+          counters[tf] = input.at or now
+          award(t, t.p)
+        end
       end
     end
   end
@@ -543,6 +552,8 @@ local record = {
   boards = boards,
   battrs = battrs,
   freq = S.freq,
+  granted = granted,
+  slot = input.slot,
 }
 if profileChanged then record.profile = prof end
 redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))

@@ -38,8 +38,8 @@ export type UserOp =
   | { kind: 'grant'; user: UserInput; triggerIds: string[]; at: number }
   /** Backdated completion of an active achievement (nothing happens when ineligible or done). */
   | { kind: 'backdate'; achievementId: string; user: UserInput }
-  /** Grants up to `count` freezes, capped at the maximum (result.granted). */
-  | { kind: 'freeze'; user: UserInput; count: number }
+  /** Grants up to `count` freezes, capped at the maximum (result.granted); `slot` = auto-earn slot, granted once. */
+  | { kind: 'freeze'; user: UserInput; count: number; slot?: number }
   /** Restores the streak to its best length since `fromIdx` (result.restore). */
   | { kind: 'restore'; user: UserInput; fromIdx: number };
 
@@ -133,7 +133,11 @@ function boardsFor(snap: Snapshot, plan: Plan, op: UserOp, now: number, date: st
     if (b.rankBy === 'metric' && op.kind === 'event' && b.metricId === op.metricId) ref = b.metricId;
     else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId))
       ref = b.pointsSystemId;
-    else if (b.rankBy === 'streak' && (op.kind === 'event' || op.kind === 'restore') && plan.streak.on)
+    else if (
+      b.rankBy === 'streak' &&
+      (op.kind === 'event' || op.kind === 'restore' || op.kind === 'upsert') &&
+      plan.streak.on
+    )
       ref = 'streak';
     if (!ref || leaderboardStatus(b, now) !== 'active') continue;
     const run = runContaining(b, date);
@@ -218,6 +222,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       grant: op.kind === 'grant' ? op.triggerIds : undefined,
       at: op.kind === 'grant' ? op.at : undefined,
       count: op.kind === 'freeze' ? op.count : undefined,
+      slot: op.kind === 'freeze' ? op.slot : undefined,
       fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),

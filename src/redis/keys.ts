@@ -93,6 +93,26 @@ export class Keys {
     return `${this.prefix}:{rl:${apiKeyId}}:bucket`;
   }
 
+  /**
+   * Due work of the background scheduler, indexed by due time, in one slot of its own (the claim
+   * script touches one key at a time).
+   */
+  get sched() {
+    const base = `${this.prefix}:{sched}`;
+    return {
+      /** Sorted set "<triggerId>|<activatedAtMs>|<userId>" -> next slot (ms) of a time trigger. */
+      timeTriggers: `${base}:tt`,
+      /** Sorted set userId -> when the user's streak next needs a rollover (ms). */
+      streaks: `${base}:streak`,
+      /** Sorted set "<autoEarnEnabledAtMs>|<userId>" -> next freeze auto-earn slot (ms). */
+      freezes: `${base}:freeze`,
+      /** Sorted set "<boardId>|<runStart>|<group>" -> when a coalesced leaderboard.changed is due (ms). */
+      boardChanged: `${base}:lb-changed`,
+      /** Hash of lifecycle transitions and one-off enqueue scans already done (marker -> value). */
+      done: `${base}:done`,
+    };
+  }
+
   get configChannel(): string {
     return `${this.prefix}:config-changed`;
   }
