@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { AppError, notFound, unprocessable } from '../errors';
+import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
-import { addDays, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
+import { addDays, dayIndex, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
 import { planFor, type Plan } from './plan';
 import { runContaining, runFinalizationMs } from './runs';
 
@@ -178,6 +178,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
+  const eventId = randomUUID();
   const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const allKeys = [
     keys.profile,
@@ -189,15 +190,24 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     keys.idempotency,
     keys.boards,
     keys.outbox,
+    keys.op(eventId),
     ...systemKeys,
   ];
   const now = deps.clock.now();
-  const eventId = randomUUID();
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
   let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
+  // The stored zone before this request (checked by the script when the request changes it).
+  let prevTz = tzCache.get(op.user.id) ?? 'UTC';
   for (let attempt = 0; attempt < 3; attempt++) {
     const date = localDate(op.kind === 'grant' ? op.at : now, tz);
     const periodIdx = periodIndex(plan.streak.freq, date);
+    // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
+    let skip: [number, number] | undefined;
+    if (op.user.tz !== undefined && op.user.tz !== prevTz) {
+      const from = dayIndex(localDate(now, prevTz)) + 1;
+      const to = dayIndex(date) - 1;
+      if (to >= from) skip = [from, to];
+    }
     const input = {
       op: op.kind,
       now,
@@ -205,6 +215,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       ids,
       user: luaUser(op.user),
       assumedTz: tz,
+      prevTz,
+      skip,
       localDate: date,
       periodIdx,
       value: op.kind === 'event' ? String(op.valueMicros) : undefined,
@@ -227,15 +239,13 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),
     };
-    const raw = await deps.redis.applyUserOp(
-      allKeys.length,
-      ...allKeys,
-      compiled.json,
-      JSON.stringify(input),
+    const raw = await callScript(deps, () =>
+      deps.redis.applyUserOp(allKeys.length, ...allKeys, compiled.json, JSON.stringify(input)),
     );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
       tz = reply.tz;
+      if (reply.prevTz) prevTz = reply.prevTz;
       continue;
     }
     if (reply.err) throw scriptError(reply.err);
@@ -282,6 +292,25 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   throw new AppError('UNAVAILABLE', 'Service unavailable');
 }
 
+/**
+ * Calls a user script. Redis not connected: 503 at once (nothing was sent). The connection lost
+ * while the call was in flight: it may have committed, so the same call (same op id) is retried
+ * until Redis is back, for up to 5 s; the script answers a committed op from its reply marker.
+ */
+async function callScript(deps: Deps, call: () => Promise<string>): Promise<string> {
+  if (deps.redis.status !== 'ready') throw unavailable();
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isInfrastructureError(err) || Date.now() > deadline) throw err;
+      while (deps.redis.status !== 'ready' && Date.now() <= deadline)
+        await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 function scriptError(code: string): AppError {
   switch (code) {
     case 'NO_USER':
@@ -306,7 +335,10 @@ async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
   const g = deps.keys.global;
   const pipe = deps.redis.pipeline();
   const userId = r.profile.id ?? '';
-  if (r.created) pipe.incr(g.userCount);
+  if (r.created) {
+    pipe.incr(g.userCount);
+    pipe.zadd(g.userIds, 'NX', r.now, userId);
+  }
   for (const c of r.completions) pipe.hincrby(g.achievementCompletions, c.id, 1);
   for (const p of r.points) pipe.zadd(g.pointsTotals(p.sys), p.total, userId);
   if (r.created) {

@@ -50,6 +50,8 @@ export class Keys {
       /** Recent awards of one system (JSON, newest first, capped). */
       awards: (systemId: string) => `${base}:awards:${systemId}`,
       outbox: this.outbox(shard),
+      /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
+      op: (opId: string) => `${base}:op:${opId}`,
     };
   }
 
@@ -75,6 +77,8 @@ export class Keys {
   get global() {
     return {
       userCount: `${this.prefix}:{global}:users`,
+      /** Sorted set of every user id (score = creation ms): batch iteration over all users. */
+      userIds: `${this.prefix}:{global}:user-ids`,
       achievementCompletions: `${this.prefix}:{global}:achievement-completions`,
       /** Sorted set userId -> points total of one system (histograms, level summaries). */
       pointsTotals: (systemId: string) => `${this.prefix}:{global}:points:${systemId}`,
