@@ -13,6 +13,7 @@ import type { Deps } from '../../../deps';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
+import { mountStreakOps } from './streak-ops';
 import { mountStreakPauses } from './streak-pauses';
 import { mountStreakSettings } from './streak-settings';
 import { mountWebhookDeliveries } from './webhook-deliveries';
@@ -33,6 +34,7 @@ export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   mountWebhookDeliveries(app, deps, registry);
   mountStreakSettings(app, deps, registry);
   mountStreakPauses(app, deps, registry);
+  mountStreakOps(app, deps, registry);
   // (helpers add one mount line per resource here)
   return app;
 }

@@ -8,6 +8,7 @@ import { mountAchievements } from './achievements';
 import { mountMetrics } from './metrics';
 import { mountPoints } from './points';
 import { mountStreaks } from './streaks';
+import { mountSummaries } from './summaries';
 import { mountUsers } from './users';
 
 /** Every /v1 route, plus the event handler for its legacy /api alias. */
@@ -25,5 +26,6 @@ export function v1Routes(
   mountMetrics(routes, deps, registry);
   mountStreaks(routes, deps, registry);
   mountPoints(routes, deps, registry);
+  mountSummaries(routes, deps, registry);
   return { routes, recordEvent };
 }
