@@ -16,13 +16,15 @@ Ops (input.op):
 KEYS[1] profile hash        KEYS[2] metric totals hash   KEYS[3] counters hash
 KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
 KEYS[7] idempotency hash    KEYS[8] board values hash    KEYS[9] shard outbox stream
-KEYS[9 + i] recent awards list of plan.systems[i]
+KEYS[10] this op's reply marker (kept 10 s: a retried call with the same op id returns it)
+KEYS[10 + i] recent awards list of plan.systems[i]
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot)
 ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
 
 Reply: a JSON string. Errors the caller maps to statuses:
-  {"err":"TZ","tz":"<zone>"}  the caller assumed another time zone: recompute and call again
+  {"err":"TZ","tz":"<zone>","prevTz":"<zone>"?}  the caller assumed another time zone (or another
+                              stored zone before a change): recompute and call again
   {"err":"NO_USER"}           an op with mustExist for a user that does not exist
   {"err":"OVERFLOW"}          a total would pass 2^53 millionths
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
@@ -33,6 +35,12 @@ Nothing is written before every error check has passed.
 
 local K_PROFILE, K_METRICS, K_COUNTERS, K_ACH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_POINTS, K_STREAK, K_IDEM, K_BOARDS, K_OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+
+local K_OP = KEYS[10]
+
+-- A retried call of an op that already committed (its reply was lost with the connection).
+local committed = redis.call('GET', K_OP)
+if committed then return committed end
 
 local plan = cjson.decode(ARGV[1])
 local input = cjson.decode(ARGV[2])
@@ -62,6 +70,13 @@ if op == 'event' and input.idem then prior = redis.call('HGET', K_IDEM, input.id
 local tz = prof.tz or 'UTC'
 if not prior and user.tz then tz = user.tz end
 if tz ~= input.assumedTz then return cjson.encode({ err = 'TZ', tz = tz }) end
+-- A request that changes the stored zone: input.skip (local dates skipped by the change) was
+-- computed from input.prevTz, which must be the stored zone.
+local skip = nil
+if exists and not prior and user.tz and user.tz ~= (prof.tz or 'UTC') then
+  if input.prevTz ~= (prof.tz or 'UTC') then return cjson.encode({ err = 'TZ', tz = tz, prevTz = prof.tz or 'UTC' }) end
+  skip = input.skip
+end
 
 local st = loadStreak(K_STREAK, S.epoch)
 local cur = input.periodIdx
@@ -148,7 +163,7 @@ local extended = false
 local sums = {}
 local eff = cur
 if S.on then
-  resolved, lost = rollover(S.freq, st, cur, st.pauses, S.freezesOn)
+  resolved, lost = rollover(S.freq, st, cur, st.pauses, S.freezesOn, skip)
   if st.lastMet ~= nil and st.length > 0 and cur < st.lastMet then eff = st.lastMet end
   if st.curIdx ~= eff then
     st.curIdx = eff
@@ -186,6 +201,10 @@ if overflow then return cjson.encode({ err = 'OVERFLOW' }) end
 local granted = nil
 if op == 'freeze' then
   granted = math.max(0, math.min(input.count, S.maxF - st.freezes))
+  -- Auto-earn (input.slot): each slot at most once; fz is the last slot earned.
+  if input.slot then
+    if input.slot <= counter('fz') then granted = 0 else counters['fz'] = input.slot end
+  end
   st.freezes = st.freezes + granted
 end
 local restore = nil
@@ -311,6 +330,7 @@ for _, r in ipairs(resolved) do
 end
 if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
 
+local streakFields = nil
 if S.on or st.freezeInit or granted then
   local sf = {
     'epoch', fmt(S.epoch), 'length', fmt(st.length), 'freezes', fmt(st.freezes),
@@ -345,6 +365,14 @@ if S.on or st.freezeInit or granted then
     end
   end
   redis.call('HSET', K_STREAK, unpack(sf))
+  -- The fields just written, except period history (kept in streak_periods): rebuild merges them.
+  streakFields = {}
+  for i = 1, #sf, 2 do
+    if string.sub(sf[i], 1, 2) ~= 'h:' then
+      streakFields[#streakFields + 1] = sf[i]
+      streakFields[#streakFields + 1] = sf[i + 1]
+    end
+  end
   if st.started == nil or st.started == '' then st.started = nil end
 end
 
@@ -459,7 +487,12 @@ for i, sys in ipairs(plan.systems) do
   if op == 'grant' then
     for _, t in ipairs(sys.tt or {}) do
       for _, g in ipairs(input.grant or {}) do
-        if g == t.id then award(t, t.p) end
+        -- Each slot at most once (semantics §5.6): tt:<id> is the last slot granted.
+        local tf = 'tt:' .. t.id
+        if g == t.id and (input.at or now) > counter(tf) then
+          counters[tf] = input.at or now
+          award(t, t.p)
+        end
       end
     end
   end
@@ -476,7 +509,7 @@ for i, sys in ipairs(plan.systems) do
 
   if #awards > 0 then
     redis.call('HSET', K_POINTS, sys.id, fmt(total))
-    local listKey = KEYS[9 + i]
+    local listKey = KEYS[10 + i]
     for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
     redis.call('LTRIM', listKey, 0, 99)
     local added = total - before
@@ -543,6 +576,13 @@ local record = {
   boards = boards,
   battrs = battrs,
   freq = S.freq,
+  granted = granted,
+  slot = input.slot,
+  -- For rebuild (src/rebuild/): commit order (Redis TIME, µs), settings epoch, hash fields written.
+  ts = (function() local t = redis.call('TIME') return t[1] .. string.format('%06d', tonumber(t[2])) end)(),
+  epoch = S.epoch,
+  sh = streakFields,
+  cw = #cw > 0 and cw or nil,
 }
 if profileChanged then record.profile = prof end
 redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))
@@ -551,7 +591,7 @@ local already = nil
 if restore then record.restore = restore end
 if op == 'complete' and #completions == 0 then already = done[plan.api.id] end
 
-return cjson.encode({
+local reply = cjson.encode({
   already = already,
   granted = granted,
   restore = restore,
@@ -566,3 +606,5 @@ return cjson.encode({
   battrs = battrs,
   profile = prof,
 })
+redis.call('SET', K_OP, reply, 'PX', 10000)
+return reply

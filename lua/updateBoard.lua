@@ -14,6 +14,7 @@ KEYS[4] history list prefix of the run (evicted users' lists are KEYS[4] .. user
 ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
 ARGV[4] nowMs       ARGV[5] group                    ARGV[6] maxParticipants
 ARGV[7] expires (ms, 0 = never; streak boards: when the streak breaks without activity)
+ARGV[8] '1' on streak boards: entries whose streak has broken (expires <= nowMs) are dropped first
 
 Reply: JSON {prevRank, rank, prevValue, value, threshold, stale, evicted}
   or {"err":"GROUP","group":"<g>"} when the user entered this run in another group: call again with it.
@@ -27,6 +28,7 @@ local now = tonumber(ARGV[4])
 local group = ARGV[5]
 local max = tonumber(ARGV[6])
 local expires = ARGV[7]
+local isStreak = ARGV[8] == '1'
 
 local function fmtValue(n)
   return string.format('%.0f', n)
@@ -54,12 +56,34 @@ local function threshold()
   return -tonumber(lowest[2])
 end
 
+-- A streak that broke without activity (expires reached) is never ranked (semantics §6.4).
+local function lapsed(meta)
+  if not isStreak or not meta then return false end
+  local e = tonumber(split(meta)[5] or '0') or 0
+  return e > 0 and e <= now
+end
+
 local prevValue, prevChanged, prevSeq = nil, nil, -1
 local stored = redis.call('HGET', K_MEMBERS, userId)
 if stored then
   local f = split(stored)
   if f[3] ~= group then return cjson.encode({ err = 'GROUP', group = f[3] }) end
   prevValue, prevChanged, prevSeq = tonumber(f[1]), tonumber(f[2]), tonumber(f[4])
+  -- The user was not shown before this update: treat the value as new (changed now, not ranked).
+  if lapsed(stored) then prevValue, prevChanged = nil, nil end
+end
+
+-- Streak boards: drop broken streaks first, so ranks, the threshold and the cap count live ones only.
+if isStreak then
+  local all = redis.call('ZRANGE', K_RANKING, 0, -1)
+  if #all > 0 then
+    local ids = {}
+    for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end
+    local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
+    for i, m in ipairs(all) do
+      if lapsed(metas[i]) then redis.call('ZREM', K_RANKING, m) end
+    end
+  end
 end
 
 local prevMember = prevChanged and memberOf(prevChanged, userId) or nil

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
-import { AppError } from './errors';
+import { AppError, isInfrastructureError } from './errors';
 import type { AppEnv } from './http/env';
 import { requireApiKey } from './http/middleware/auth';
 import { browserGuard } from './http/middleware/browser-guard';
@@ -70,25 +70,4 @@ export function createApp(deps: Deps) {
 
   const openApiDocument = buildOpenApiDocument(registry);
   return app;
-}
-
-const INFRA_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'CONNECTION_CLOSED',
-  'CONNECT_TIMEOUT',
-]);
-
-/** Redis or Postgres out of reach: answered 503 (nothing was committed). */
-export function isInfrastructureError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  if (err.cause instanceof Error && isInfrastructureError(err.cause)) return true;
-  const code = (err as { code?: string }).code;
-  if (code && INFRA_CODES.has(code)) return true;
-  if (code?.startsWith('08') || code === '57P01' || code === '57P03') return true; // Postgres connection classes
-  return /Connection is closed|max retries per request|Stream isn't writeable|ECONNREFUSED|CLUSTERDOWN|LOADING/i.test(
-    err.message,
-  );
 }

@@ -57,6 +57,8 @@ export const envSchema = z.object({
   WEBHOOK_MAX_RETRIES: intFromEnv(5, 3, 20),
   WEBHOOK_RETENTION_DAYS: intFromEnv(7, 1, 365),
   SCHEDULER_INTERVAL_MS: intFromEnv(5_000, 50, 600_000),
+  /** Outbox entries a history writer read but did not acknowledge for this long are claimed by another. */
+  HISTORY_CLAIM_IDLE_MS: intFromEnv(30_000, 100, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */

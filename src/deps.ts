@@ -4,7 +4,7 @@ import { systemClock } from './clock';
 import type { AppConfig } from './config';
 import { createDb, type Db, type Sql } from './db/client';
 import { createLogger, type Logger } from './logger';
-import { createRedis, type RedisClient } from './redis/client';
+import { createRedis, type RedisClient, waitReady } from './redis/client';
 import { Keys } from './redis/keys';
 import { registerScripts } from './redis/scripts';
 
@@ -27,8 +27,14 @@ export interface DepsOverrides {
 
 export async function createDeps(config: AppConfig, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
-  const redis = createRedis({ url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES });
+  let lastRedisError = 0;
+  const redis = createRedis({ url: config.REDIS_URL, clusterNodes: config.REDIS_CLUSTER_NODES }, (err) => {
+    // At most one line every 5 s while Redis is away.
+    if (Date.now() - lastRedisError > 5000) logger.warn({ err: err.message }, 'redis connection error');
+    lastRedisError = Date.now();
+  });
   registerScripts(redis);
+  await waitReady(redis);
   const { db, sql } = createDb(config.DATABASE_URL);
   const keys = new Keys(config.REDIS_KEY_PREFIX, config.USER_SHARDS);
   const catalog = new Catalog(db, redis, keys.configChannel, logger);

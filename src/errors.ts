@@ -36,3 +36,24 @@ export const unavailable = () => new AppError('UNAVAILABLE', 'Service unavailabl
 /** `Invalid attribute keys: a, b.`: the one exact message clients may parse (contract §5.4). */
 export const invalidAttributeKeys = (keys: string[]) =>
   unprocessable(`Invalid attribute keys: ${keys.join(', ')}.`);
+
+const INFRA_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECT_TIMEOUT',
+]);
+
+/** Redis or Postgres out of reach (answered 503), looking through wrapped causes. */
+export function isInfrastructureError(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  if (err.cause instanceof Error && isInfrastructureError(err.cause)) return true;
+  const code = (err as { code?: string }).code;
+  if (code && INFRA_CODES.has(code)) return true;
+  if (code?.startsWith('08') || code === '57P01' || code === '57P03') return true; // Postgres connection classes
+  return /Connection is closed|max retries per request|Stream isn't writeable|ECONNREFUSED|CLUSTERDOWN|LOADING|Failed to refresh slots/i.test(
+    err.message,
+  );
+}

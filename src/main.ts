@@ -17,8 +17,9 @@ try {
 if (config.MIGRATE_ON_START) await runMigrations(config.DATABASE_URL);
 const deps = await createDeps(config);
 const generated = await ensureAdminKey(deps.db, config.ADMIN_API_KEY);
+// The catalog was loaded before the key existed: load it again (and tell the other processes).
+await deps.catalog.changed();
 if (generated) {
-  await deps.catalog.changed();
   // Printed once, on purpose outside the structured log so it is easy to copy.
   console.log(`\n  Laurel admin API key (shown once, store it now):\n\n    ${generated}\n`);
 }

@@ -78,10 +78,11 @@ local function matches(filters, attrs)
 end
 
 -- Streak state after resolving every ended, unmet period before `cur` (semantics §4.5), without
--- writing. `st` holds length, lastMet, freezes; pauses is a list of {firstDay, lastDay}.
+-- writing. `st` holds length, lastMet, freezes; pauses is a list of {firstDay, lastDay}; `skip`
+-- (optional) is {firstDay, lastDay} of the local dates a time-zone change in this request skipped.
 -- Returns the new state plus the list of resolved periods {idx, length, freeze, pause}
 -- and the length lost by a break (0 if none).
-local function rollover(freq, st, cur, pauses, freezesOn)
+local function rollover(freq, st, cur, pauses, freezesOn, skip)
   local resolved = {}
   local lost = 0
   if st.length <= 0 or st.lastMet == nil then return resolved, lost end
@@ -95,7 +96,11 @@ local function rollover(freq, st, cur, pauses, freezesOn)
         break
       end
     end
-    if paused then
+    if skip and first >= skip[1] and last <= skip[2] then
+      -- Never lived in any zone (semantics §4.7, moving east): neither met nor missed.
+      st.lastMet = p
+      resolved[#resolved + 1] = { p, st.length, false, false }
+    elseif paused then
       st.lastMet = p
       resolved[#resolved + 1] = { p, st.length, false, true }
     elseif freezesOn and st.freezes >= 1 then

@@ -1,6 +1,6 @@
 import type { Db } from '../db/client';
 import type { Logger } from '../logger';
-import type { RedisClient } from '../redis/client';
+import { type RedisClient, waitReady } from '../redis/client';
 import { loadSnapshot, type Snapshot } from './snapshot';
 
 /**
@@ -29,6 +29,7 @@ export class Catalog {
     await this.reload();
     const sub = this.redis.duplicate();
     this.subscriber = sub;
+    sub.on('error', () => {}); // reported by the main connection; the subscriber reconnects by itself
     sub.on('message', () => {
       this.reload().catch((err) => this.logger.error({ err }, 'configuration reload failed'));
     });
@@ -36,6 +37,7 @@ export class Catalog {
     sub.on('ready', () => {
       this.reload().catch(() => {});
     });
+    await waitReady(sub);
     await sub.subscribe(this.channel);
   }
 

@@ -365,6 +365,8 @@ export const webhookDeliveries = pgTable(
     eventId: text('event_id').notNull(),
     type: text('type').notNull(),
     payload: jsonb('payload').notNull(),
+    /** The exact JSON body sent (signed and resent byte for byte on every attempt). */
+    body: text('body'),
     status: text('status', { enum: ['pending', 'succeeded', 'failed'] })
       .notNull()
       .default('pending'),

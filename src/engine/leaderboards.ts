@@ -71,6 +71,7 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
           group,
           String(board.maxParticipants),
           String(expires),
+          board.rankBy === 'streak' ? '1' : '0',
         );
         const reply = JSON.parse(raw);
         if (reply.err === 'GROUP') {
@@ -127,7 +128,13 @@ export interface Ranked {
 const userOf = (member: string) => member.slice(16);
 
 /** Every ranked entry of a group, skipping streaks that have lapsed (streak boards only). O(n), n ≤ 1000. */
-async function allRanked(deps: Deps, board: LeaderboardRow, run: Run, group: string): Promise<Ranked[]> {
+async function allRanked(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  group: string,
+  asOf = deps.clock.now(),
+): Promise<Ranked[]> {
   const bk = deps.keys.board(board.id);
   const flat = await deps.redis.zrange(bk.ranking(run.start, group), 0, -1, 'WITHSCORES');
   let entries: Array<{ userId: string; value: number }> = [];
@@ -136,10 +143,9 @@ async function allRanked(deps: Deps, board: LeaderboardRow, run: Run, group: str
   }
   if (board.rankBy === 'streak' && entries.length) {
     const meta = await deps.redis.hmget(bk.members(run.start), ...entries.map((e) => e.userId));
-    const now = deps.clock.now();
     entries = entries.filter((_, i) => {
       const expires = Number(meta[i]?.split('|')[4] ?? 0);
-      return expires === 0 || expires > now;
+      return expires === 0 || expires > asOf;
     });
   }
   return entries.map((e, i) => ({ ...e, rank: i + 1 }));
@@ -153,7 +159,7 @@ export async function rankingsWindow(
   group: string,
   opts: { offset: number; limit: number; userId?: string | undefined },
 ): Promise<Ranked[]> {
-  if (isFinalised(run, deps.clock.now())) {
+  if (isFinalised(board, run, deps.clock.now())) {
     const all = await snapshotRankings(deps, board, run, group);
     return windowOf(all, opts);
   }
@@ -232,8 +238,20 @@ export async function userHistory(
   });
 }
 
-export const isFinalised = (run: Run, nowMs: number) =>
-  run.end !== null && nowMs >= runFinalizationMs(run.end);
+/**
+ * When a run's rankings became final: 12:00 UTC the day after its end, or when an operator finished
+ * the board (semantics §6.2), whichever is first; null while the run is still open.
+ */
+export function finalisedAt(board: LeaderboardRow, run: Run, nowMs: number): number | null {
+  const byEnd = run.end !== null ? runFinalizationMs(run.end) : Number.POSITIVE_INFINITY;
+  const byOperator =
+    board.status === 'finished' && board.finishedAt ? board.finishedAt.getTime() : Number.POSITIVE_INFINITY;
+  const at = Math.min(byEnd, byOperator);
+  return at <= nowMs ? at : null;
+}
+
+export const isFinalised = (board: LeaderboardRow, run: Run, nowMs: number) =>
+  finalisedAt(board, run, nowMs) !== null;
 
 /**
  * Rankings of a finalised run, from its Postgres snapshot; the snapshot is taken on first need
@@ -270,9 +288,11 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
   const bk = deps.keys.board(board.id);
   const members = await deps.redis.hgetall(bk.members(run.start));
   const groups = new Set(Object.values(members).map((m) => m.split('|')[2] ?? ''));
+  // Lapsed streaks are judged at the moment the run became final, whenever the snapshot is taken.
+  const asOf = finalisedAt(board, run, deps.clock.now()) ?? deps.clock.now();
   let written = 0;
   for (const group of groups) {
-    const ranked = await allRanked(deps, board, run, group);
+    const ranked = await allRanked(deps, board, run, group, asOf);
     if (!ranked.length) continue;
     await deps.db
       .insert(leaderboardRunResults)
@@ -285,7 +305,7 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
           userId: e.userId,
           rank: e.rank,
           value: e.value,
-          finalizedAt: new Date(deps.clock.now()),
+          finalizedAt: new Date(asOf),
         })),
       )
       .onConflictDoNothing();

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { AppError, notFound, unprocessable } from '../errors';
+import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
-import { addDays, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
+import { addDays, dayIndex, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
 import { planFor, type Plan } from './plan';
 import { runContaining, runFinalizationMs } from './runs';
 
@@ -38,8 +38,8 @@ export type UserOp =
   | { kind: 'grant'; user: UserInput; triggerIds: string[]; at: number }
   /** Backdated completion of an active achievement (nothing happens when ineligible or done). */
   | { kind: 'backdate'; achievementId: string; user: UserInput }
-  /** Grants up to `count` freezes, capped at the maximum (result.granted). */
-  | { kind: 'freeze'; user: UserInput; count: number }
+  /** Grants up to `count` freezes, capped at the maximum (result.granted); `slot` = auto-earn slot, granted once. */
+  | { kind: 'freeze'; user: UserInput; count: number; slot?: number }
   /** Restores the streak to its best length since `fromIdx` (result.restore). */
   | { kind: 'restore'; user: UserInput; fromIdx: number };
 
@@ -133,7 +133,11 @@ function boardsFor(snap: Snapshot, plan: Plan, op: UserOp, now: number, date: st
     if (b.rankBy === 'metric' && op.kind === 'event' && b.metricId === op.metricId) ref = b.metricId;
     else if (b.rankBy === 'points' && b.pointsSystemId && systems.has(b.pointsSystemId))
       ref = b.pointsSystemId;
-    else if (b.rankBy === 'streak' && (op.kind === 'event' || op.kind === 'restore') && plan.streak.on)
+    else if (
+      b.rankBy === 'streak' &&
+      (op.kind === 'event' || op.kind === 'restore' || op.kind === 'upsert') &&
+      plan.streak.on
+    )
       ref = 'streak';
     if (!ref || leaderboardStatus(b, now) !== 'active') continue;
     const run = runContaining(b, date);
@@ -174,6 +178,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
+  const eventId = randomUUID();
   const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const allKeys = [
     keys.profile,
@@ -185,15 +190,24 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     keys.idempotency,
     keys.boards,
     keys.outbox,
+    keys.op(eventId),
     ...systemKeys,
   ];
   const now = deps.clock.now();
-  const eventId = randomUUID();
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
   let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
+  // The stored zone before this request (checked by the script when the request changes it).
+  let prevTz = tzCache.get(op.user.id) ?? 'UTC';
   for (let attempt = 0; attempt < 3; attempt++) {
     const date = localDate(op.kind === 'grant' ? op.at : now, tz);
     const periodIdx = periodIndex(plan.streak.freq, date);
+    // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
+    let skip: [number, number] | undefined;
+    if (op.user.tz !== undefined && op.user.tz !== prevTz) {
+      const from = dayIndex(localDate(now, prevTz)) + 1;
+      const to = dayIndex(date) - 1;
+      if (to >= from) skip = [from, to];
+    }
     const input = {
       op: op.kind,
       now,
@@ -201,6 +215,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       ids,
       user: luaUser(op.user),
       assumedTz: tz,
+      prevTz,
+      skip,
       localDate: date,
       periodIdx,
       value: op.kind === 'event' ? String(op.valueMicros) : undefined,
@@ -218,19 +234,18 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       grant: op.kind === 'grant' ? op.triggerIds : undefined,
       at: op.kind === 'grant' ? op.at : undefined,
       count: op.kind === 'freeze' ? op.count : undefined,
+      slot: op.kind === 'freeze' ? op.slot : undefined,
       fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),
     };
-    const raw = await deps.redis.applyUserOp(
-      allKeys.length,
-      ...allKeys,
-      compiled.json,
-      JSON.stringify(input),
+    const raw = await callScript(deps, () =>
+      deps.redis.applyUserOp(allKeys.length, ...allKeys, compiled.json, JSON.stringify(input)),
     );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
       tz = reply.tz;
+      if (reply.prevTz) prevTz = reply.prevTz;
       continue;
     }
     if (reply.err) throw scriptError(reply.err);
@@ -275,6 +290,25 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     return result;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
+}
+
+/**
+ * Calls a user script. Redis not connected: 503 at once (nothing was sent). The connection lost
+ * while the call was in flight: it may have committed, so the same call (same op id) is retried
+ * until Redis is back, for up to 5 s; the script answers a committed op from its reply marker.
+ */
+async function callScript(deps: Deps, call: () => Promise<string>): Promise<string> {
+  if (deps.redis.status !== 'ready') throw unavailable();
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isInfrastructureError(err) || Date.now() > deadline) throw err;
+      while (deps.redis.status !== 'ready' && Date.now() <= deadline)
+        await new Promise((r) => setTimeout(r, 50));
+    }
+  }
 }
 
 function scriptError(code: string): AppError {

@@ -8,13 +8,24 @@ export interface RedisOptions {
 }
 
 /** A Redis or Redis Cluster client (REDIS_CLUSTER_NODES switches to Cluster). */
-export function createRedis(opts: RedisOptions): RedisClient {
+export function createRedis(opts: RedisOptions, onError?: (err: Error) => void): RedisClient {
+  const client = connect(opts);
+  // Connection errors surface on the commands that fail (503); the event only needs a listener.
+  client.on('error', (err: Error) => onError?.(err));
+  return client;
+}
+
+function connect(opts: RedisOptions): RedisClient {
   const common = {
     maxRetriesPerRequest: 1,
-    enableOfflineQueue: true,
+    // Disconnected: fail at once (503) instead of queueing requests until Redis returns.
+    enableOfflineQueue: false,
     connectTimeout: 2000,
     // Never queue forever when Redis is down: requests fail fast with 503 and recover by themselves.
     retryStrategy: (times: number) => Math.min(times * 100, 1000),
+    // A command in flight when the connection drops is failed, not silently resent: the caller
+    // decides (user ops retry with the same op id, which the script answers from its marker).
+    autoResendUnfulfilledCommands: false,
   };
   if (opts.clusterNodes) {
     const nodes = opts.clusterNodes.split(',').map((hp) => {
@@ -24,6 +35,22 @@ export function createRedis(opts: RedisOptions): RedisClient {
     return new Cluster(nodes, { redisOptions: common, scaleReads: 'master' });
   }
   return new Redis(opts.url, common);
+}
+
+/** Resolves when the client is connected (commands fail fast while it is not). */
+export async function waitReady(client: RedisClient, timeoutMs = 10_000): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      reject(new Error(`Redis not reachable within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    client.once('ready', onReady);
+  });
 }
 
 /** A second connection for SUBSCRIBE (a subscribed connection cannot run commands). */

@@ -50,6 +50,8 @@ export class Keys {
       /** Recent awards of one system (JSON, newest first, capped). */
       awards: (systemId: string) => `${base}:awards:${systemId}`,
       outbox: this.outbox(shard),
+      /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
+      op: (opId: string) => `${base}:op:${opId}`,
     };
   }
 
@@ -93,6 +95,26 @@ export class Keys {
   /** Token bucket of one API key (its own slot). */
   rateLimit(apiKeyId: string): string {
     return `${this.prefix}:{rl:${apiKeyId}}:bucket`;
+  }
+
+  /**
+   * Due work of the background scheduler, indexed by due time, in one slot of its own (the claim
+   * script touches one key at a time).
+   */
+  get sched() {
+    const base = `${this.prefix}:{sched}`;
+    return {
+      /** Sorted set "<triggerId>|<activatedAtMs>|<userId>" -> next slot (ms) of a time trigger. */
+      timeTriggers: `${base}:tt`,
+      /** Sorted set userId -> when the user's streak next needs a rollover (ms). */
+      streaks: `${base}:streak`,
+      /** Sorted set "<autoEarnEnabledAtMs>|<userId>" -> next freeze auto-earn slot (ms). */
+      freezes: `${base}:freeze`,
+      /** Sorted set "<boardId>|<runStart>|<group>" -> when a coalesced leaderboard.changed is due (ms). */
+      boardChanged: `${base}:lb-changed`,
+      /** Hash of lifecycle transitions and one-off enqueue scans already done (marker -> value). */
+      done: `${base}:done`,
+    };
   }
 
   get configChannel(): string {

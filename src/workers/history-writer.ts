@@ -6,6 +6,7 @@ import { achievementCompletions, events, pointsAwards, streakPeriods, users } fr
 import { localDate, periodBounds, type Frequency } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
+import { epochOf, writeRebuildRows } from '../rebuild/record';
 
 export const HISTORY_GROUP = 'history';
 
@@ -130,10 +131,11 @@ export async function writeBatch(
         localDate: r.date,
         tz: r.tz,
         created: new Date(r.now),
+        seq: r.seq,
       });
     }
     for (const group of r.awards) {
-      for (const a of group.awards) {
+      for (const [pos, a] of group.awards.entries()) {
         awardRows.push({
           id: a.id,
           eventId: r.op === 'event' ? r.id : null,
@@ -145,6 +147,8 @@ export async function writeBatch(
           boosts: a.boosts,
           localDate: localDate(a.date, r.tz),
           created: new Date(a.date),
+          seq: r.seq,
+          pos,
         });
       }
     }
@@ -167,6 +171,7 @@ export async function writeBatch(
         length: p.length,
         usedFreeze: p.freeze,
         usedPause: p.pause,
+        epoch: epochOf(deps, r),
         updated: new Date(r.now),
       });
     }
@@ -219,10 +224,12 @@ export async function writeBatch(
             length: sql`excluded.length`,
             usedFreeze: sql`excluded.used_freeze`,
             usedPause: sql`excluded.used_pause`,
+            epoch: sql`excluded.epoch`,
             updated: sql`excluded.updated`,
           },
         });
     }
+    await writeRebuildRows(tx, deps, entries);
     for (const hook of hooks) await hook(tx, entries, deps);
   });
   await reapplyBoards(deps, entries);
@@ -309,7 +316,7 @@ export class HistoryWriter {
   async drainOnce(): Promise<number> {
     const shards = this.deps.config.USER_SHARDS;
     const batchSize = this.opts.batchSize ?? 500;
-    const claimIdle = this.opts.claimIdleMs ?? 30_000;
+    const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
     let total = 0;
     for (let shard = 0; shard < shards; shard++) {
       await this.ensureGroup(shard);

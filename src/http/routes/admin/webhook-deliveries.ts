@@ -12,13 +12,17 @@ import type { AppEnv } from '../../env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne } from '../../validate';
 import { isUuid, readPage } from './bulk';
+import { redeliver } from '../../../workers/webhooks';
 
 const error = (description: string) => ({
   description,
   content: { 'application/json': { schema: ErrorBodySchema } },
 });
 
-/** `GET /admin/v1/webhooks/{id}/deliveries` (admin §14): the delivery log of one endpoint, newest first. */
+/**
+ * `GET /admin/v1/webhooks/{id}/deliveries` (admin §14): the delivery log of one endpoint, newest first;
+ * `POST /admin/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver`: send a delivery again.
+ */
 export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
   registry.registerPath({
     method: 'get',
@@ -42,6 +46,35 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
       404: error('Unknown endpoint'),
       422: error('Invalid query'),
     },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/admin/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver',
+    tags: ['webhook endpoint'],
+    summary:
+      'Manual redelivery: the delivery becomes pending and is sent again at once, with the same event id and body',
+    request: { params: z.object({ id: z.uuid(), deliveryId: z.uuid() }) },
+    responses: {
+      202: {
+        description: 'Queued; the delivery as it now stands',
+        content: { 'application/json': { schema: AdminWebhookDeliverySchema } },
+      },
+      401: error('Missing or invalid admin key'),
+      404: error('Unknown endpoint or delivery'),
+      422: error('The endpoint is disabled'),
+    },
+  });
+  app.post('/webhooks/:id/deliveries/:deliveryId/redeliver', async (c) => {
+    const id = c.req.param('id');
+    const deliveryId = c.req.param('deliveryId');
+    const endpoint = isUuid(id) ? await findWebhookEndpoint(deps, id) : undefined;
+    if (!endpoint) throw notFound('Webhook endpoint not found');
+    if (!endpoint.enabled) throw unprocessable('The webhook endpoint is disabled');
+    if (!isUuid(deliveryId) || !(await redeliver(deps, id, deliveryId))) throw notFound('Delivery not found');
+    const [shown] = (await listWebhookDeliveries(deps, id, { limit: 100, skip: 0 })).filter(
+      (d) => d.id === deliveryId,
+    );
+    return c.json(shown ?? { id: deliveryId, status: 'pending' }, 202);
   });
   app.get('/webhooks/:id/deliveries', async (c) => {
     const page = readPage(c);

@@ -1,0 +1,198 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { generateApiKey } from '../../src/api-keys';
+import { Keys } from '../../src/redis/keys';
+import { freePort } from '../helpers/redis-cluster';
+import { adminCreate, createTestDatabase, createTestServer } from '../helpers/server';
+
+const cleanups: Array<() => Promise<unknown> | unknown> = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await fn().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out: ${what}`);
+}
+
+/** A redis-server of this test's own, persisting every write (so a stop loses nothing committed). */
+function ownRedis(port: number, dir: string): ChildProcess {
+  return spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+    ],
+    { stdio: 'ignore' },
+  );
+}
+
+describe('fault injection', () => {
+  it('answers 503 while its Redis is stopped, writes nothing half, and recovers by itself', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'laurel-redis-'));
+    let redis = ownRedis(port, dir);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    cleanups.push(() => redis.kill('SIGKILL'));
+    const probe = new Redis(port, '127.0.0.1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 200,
+    });
+    probe.on('error', () => {});
+    cleanups.push(() => probe.disconnect());
+    await until('redis up', async () => (await probe.ping()) === 'PONG');
+
+    const t = await createTestServer({ env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    cleanups.push(() => t.close().catch(() => {}));
+    await adminCreate(t, '/metrics', [{ key: 'm', name: 'M' }]);
+    const origin = await t.listen();
+    const send = async (user: string) => {
+      try {
+        const res = await fetch(`${origin}/v1/metrics/m/event`, {
+          method: 'POST',
+          headers: { 'X-API-KEY': t.appKey, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ user: { id: user }, value: 1 }),
+        });
+        const body = (await res.json()) as { error?: string };
+        return { user, status: res.status, body };
+      } catch (err) {
+        return { user, status: 0, body: { error: String(err) } };
+      }
+    };
+
+    const results: Array<{ user: string; status: number; body: { error?: string } }> = [];
+    let n = 0;
+    const load = (async () => {
+      const end = Date.now() + 6000;
+      while (Date.now() < end)
+        results.push(...(await Promise.all(Array.from({ length: 5 }, () => send(`f${n++}`)))));
+    })();
+    await new Promise((r) => setTimeout(r, 1000));
+    // Stops after the running script, with the AOF flushed; the reply never comes (connection closes).
+    await probe.shutdown().catch(() => {});
+    await new Promise((r) => setTimeout(r, 1500));
+    redis = ownRedis(port, dir);
+    const restarted = Date.now();
+    await load;
+
+    const ok = results.filter((r) => r.status === 201);
+    const failed = results.filter((r) => r.status !== 201);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(failed.length).toBeGreaterThan(0);
+    // Every failure is a clean 503 {"error"}: never a 500, never a hang.
+    for (const f of failed) expect([f.status, f.body.error]).toEqual([503, 'Service unavailable']);
+    // Recovery: requests succeed again within seconds of Redis returning.
+    const last = results.at(-1)!;
+    expect(last.status).toBe(201);
+    expect(Date.now() - restarted).toBeLessThan(10_000);
+    const keys = new Keys(t.prefix, 16);
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('m')!.id;
+    for (const r of ok) expect(await t.deps.redis.hget(keys.user(r.user).metrics, metricId)).toBe('1000000');
+    for (const r of failed) expect(await t.deps.redis.exists(keys.user(r.user).profile)).toBe(0);
+  }, 40_000);
+
+  it('keeps every acknowledged event when the process is killed with SIGKILL under load', async () => {
+    const { redisUrl, clusterNodes } = inject('services');
+    const databaseUrl = await createTestDatabase();
+    const prefix = `fk${randomBytes(4).toString('hex')}`;
+    const admin = generateApiKey();
+    const port = await freePort();
+    const startServer = () =>
+      spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        env: {
+          ...process.env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          REDIS_URL: redisUrl,
+          ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
+          DATABASE_URL: databaseUrl,
+          REDIS_KEY_PREFIX: prefix,
+          USER_SHARDS: '16',
+          ADMIN_API_KEY: admin.key,
+          LOG_LEVEL: 'warn',
+          HISTORY_CLAIM_IDLE_MS: '1000',
+        },
+        stdio: 'ignore',
+      });
+    const origin = `http://127.0.0.1:${port}`;
+    let server = startServer();
+    cleanups.push(() => server.kill('SIGKILL'));
+    await until('server ready', async () => (await fetch(`${origin}/readyz`)).ok);
+    const call = async (key: string, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${origin}${path}`, {
+        method,
+        headers: { 'X-API-KEY': key, 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const m = await call(admin.key, 'POST', '/admin/v1/metrics', [{ key: 'm', name: 'M' }]);
+    const metricId = m.body.created[0].id as string;
+    const k = await call(admin.key, 'POST', '/admin/v1/api-keys', [{ name: 'app', kind: 'application' }]);
+    const appKey = k.body.created[0].key as string;
+
+    const acked: string[] = [];
+    let i = 0;
+    const load = (async () => {
+      const end = Date.now() + 3000;
+      while (Date.now() < end) {
+        await Promise.all(
+          Array.from({ length: 10 }, async () => {
+            const user = `k${i++}`;
+            try {
+              const r = await call(appKey, 'POST', '/v1/metrics/m/event', { user: { id: user }, value: 1 });
+              if (r.status === 201) acked.push(user);
+            } catch {
+              // connection cut by the kill: not acknowledged
+            }
+          }),
+        );
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 800));
+    server.kill('SIGKILL');
+    await load;
+    expect(acked.length).toBeGreaterThan(10);
+    server = startServer();
+    await until('server back', async () => (await fetch(`${origin}/readyz`)).ok);
+
+    const keys = new Keys(prefix, 16);
+    const redis = new Redis(redisUrl);
+    cleanups.push(() => redis.disconnect());
+    if (!clusterNodes)
+      for (const u of acked) expect(await redis.hget(keys.user(u).metrics, metricId)).toBe('1000000');
+    const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    cleanups.push(() => sql.end({ timeout: 1 }));
+    await until('history caught up', async () => {
+      const rows = await sql<{ user_id: string }[]>`select user_id from events`;
+      const have = new Set(rows.map((r) => r.user_id));
+      return acked.every((u) => have.has(u));
+    });
+    const dup = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from (select user_id from events group by user_id having count(*) > 1) d`;
+    expect(dup[0]!.n).toBe(0);
+    server.kill('SIGTERM');
+  }, 60_000);
+});

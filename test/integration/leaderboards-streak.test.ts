@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { createBoard, getBoard, getUserBoard, send, standings } from './leaderboards-helpers';
+
+// Streak boards rank current streak lengths; a broken streak is never shown, even before anything
+// has processed the break (semantics §6.3, §6.4).
+
+let t: TestServer;
+let m: { id: string; key: string };
+let other: { id: string; key: string };
+const day = (d: number, time = '12:00:00') => `2025-03-${String(d).padStart(2, '0')}T${time}Z`;
+
+beforeAll(async () => {
+  t = await createTestServer({ now: day(10) });
+  [m, other] = await adminCreate(t, '/metrics', [
+    { key: 'st-lessons', name: 'Lessons' },
+    { key: 'st-other', name: 'Other' },
+  ]);
+  const res = await t.admin('PATCH', '/streaks/settings', {
+    enabled: true,
+    frequency: 'daily',
+    conditions: [{ metricId: m.id, threshold: 1 }],
+  });
+  expect(res.status).toBe(200);
+});
+afterAll(async () => t.close());
+
+describe('streak leaderboards', () => {
+  it('ranks current streaks and drops broken ones at once', async () => {
+    t.clock.set(day(10, '06:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak' });
+    t.clock.set(day(10));
+    const r1 = await send(t, m.key, 's1', 1);
+    expect(r1.currentStreak.length).toBe(1);
+    expect(r1.leaderboards[b.key]).toMatchObject({
+      rankBy: 'streak',
+      metricKey: null,
+      pointsSystemKey: null,
+      runUnit: null,
+      runInterval: 0,
+      start: '2025-03-10',
+      end: null,
+      previousRank: null,
+      rank: 1,
+    });
+    t.clock.advance(1000);
+    await send(t, m.key, 's2', 1);
+    t.clock.advance(1000);
+    await send(t, m.key, 's3', 1);
+    // A second event in the same period does not change the streak: no entry.
+    expect((await send(t, m.key, 's3', 1)).leaderboards).toEqual({});
+    // Events of metrics outside the streak's conditions leave the board alone.
+    expect((await send(t, other.key, 's3', 1)).leaderboards).toEqual({});
+    expect(await standings(t, b.key)).toEqual([
+      ['s1', 1],
+      ['s2', 1],
+      ['s3', 1],
+    ]);
+
+    t.clock.set(day(11));
+    await send(t, m.key, 's2', 1);
+    t.clock.advance(1000);
+    await send(t, m.key, 's1', 1);
+    t.clock.advance(1000);
+    await send(t, m.key, 's4', 1);
+    expect(await standings(t, b.key)).toEqual([
+      ['s2', 2],
+      ['s1', 2],
+      ['s3', 1],
+      ['s4', 1],
+    ]);
+
+    // 00:00 UTC on 12 Mar: s3 missed 11 Mar, so its streak is broken, although nothing ran since.
+    t.clock.set(day(12, '00:00:00'));
+    expect(await standings(t, b.key)).toEqual([
+      ['s2', 2],
+      ['s1', 2],
+      ['s4', 1],
+    ]);
+    expect((await getUserBoard(t, 's3', b.key)).body).toMatchObject({ rank: null, value: null });
+    expect((await getUserBoard(t, 's4', b.key)).body).toMatchObject({ rank: 3, value: 1 });
+    expect((await getBoard(t, b.key, { userId: 's3' })).body.rankings).toEqual([]);
+    expect((await getBoard(t, b.key, { userId: 's4', offset: -1 })).body.rankings).toEqual([
+      { userId: 's1', userName: null, rank: 2, value: 2 },
+      { userId: 's4', userName: null, rank: 3, value: 1 },
+    ]);
+
+    t.clock.set(day(12));
+    const s1 = await send(t, m.key, 's1', 1);
+    expect(s1.leaderboards[b.key]).toMatchObject({ previousRank: 2, rank: 1 });
+    // s3 starts again at 1: not shown before, shown now, and ranked after s4 (its 1 is newer).
+    t.clock.advance(1000);
+    const s3 = await send(t, m.key, 's3', 1);
+    expect(s3.currentStreak.length).toBe(1);
+    expect(s3.leaderboards[b.key]).toMatchObject({ previousRank: null, rank: 4 });
+    expect(await standings(t, b.key)).toEqual([
+      ['s1', 3],
+      ['s2', 2],
+      ['s4', 1],
+      ['s3', 1],
+    ]);
+
+    // 13 Mar: s2 and s4 missed 12 Mar.
+    t.clock.set(day(13, '08:00:00'));
+    expect(await standings(t, b.key)).toEqual([
+      ['s1', 3],
+      ['s3', 1],
+    ]);
+    t.clock.advance(1000);
+    const s4 = await send(t, m.key, 's4', 1);
+    expect(s4.leaderboards[b.key]).toMatchObject({ previousRank: null, rank: 3 });
+    const h4 = await getUserBoard(t, 's4', b.key);
+    expect(h4.body).toMatchObject({ rank: 3, value: 1 });
+    expect(h4.body.history.at(-1)).toMatchObject({
+      previousRank: null,
+      rank: 3,
+      previousValue: null,
+      value: 1,
+    });
+  });
+
+  it('a broken streak frees its place under the cap', async () => {
+    t.clock.set(day(25, '06:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak', maxParticipants: 1 });
+    t.clock.set(day(25));
+    expect((await send(t, m.key, 'cap-a', 1)).leaderboards[b.key]).toMatchObject({ rank: 1, threshold: 1 });
+    expect((await send(t, m.key, 'cap-b', 1)).leaderboards[b.key]).toBeUndefined(); // equal: stays out
+    t.clock.set(day(27)); // cap-a's streak broke at 00:00 on 27 Mar
+    expect(await standings(t, b.key)).toEqual([]);
+    const c = await send(t, m.key, 'cap-c', 1);
+    expect(c.leaderboards[b.key]).toMatchObject({ previousRank: null, rank: 1, threshold: 1 });
+    expect(await standings(t, b.key)).toEqual([['cap-c', 1]]);
+  });
+
+  it('hides a broken streak by the user’s own local midnight', async () => {
+    t.clock.set(day(20, '00:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak' });
+    const akl = { id: 'st-akl', tz: 'Pacific/Auckland' };
+    const la = { id: 'st-la', tz: 'America/Los_Angeles' };
+    // 20 Mar 12:00 UTC = 21 Mar 01:00 in Auckland, 20 Mar 05:00 in Los Angeles.
+    t.clock.set(day(20));
+    await send(t, m.key, akl, 1);
+    await send(t, m.key, la, 1);
+    // Auckland's streak breaks at 23 Mar 00:00 local = 22 Mar 11:00 UTC; Los Angeles' at
+    // 22 Mar 00:00 local = 22 Mar 07:00 UTC.
+    t.clock.set(day(22, '06:59:59'));
+    expect((await standings(t, b.key)).map(([id]) => id).sort()).toEqual(['st-akl', 'st-la']);
+    t.clock.set(day(22, '07:00:00'));
+    expect(await standings(t, b.key)).toEqual([['st-akl', 1]]);
+    t.clock.set(day(22, '11:00:00'));
+    expect(await standings(t, b.key)).toEqual([]);
+  });
+});
