@@ -274,6 +274,8 @@ export const events = pgTable(
     localDate: date('local_date', { mode: 'string' }).notNull(),
     tz: text('tz').notNull(),
     created: created(),
+    /** The user's op sequence number (orders a user's events exactly; rebuild replays in this order). */
+    seq: bigint('seq', { mode: 'number' }),
   },
   (t) => [
     index('events_user_metric_created').on(t.userId, t.metricId, t.created),
@@ -294,6 +296,9 @@ export const pointsAwards = pgTable(
     boosts: jsonb('boosts').$type<string[]>().notNull().default([]),
     localDate: date('local_date', { mode: 'string' }).notNull(),
     created: created(),
+    /** The user's op sequence number and the award's position in that op (recent-award list order). */
+    seq: bigint('seq', { mode: 'number' }),
+    pos: integer('pos'),
   },
   (t) => [index('points_awards_user_system_created').on(t.userId, t.systemId, t.created)],
 );
@@ -320,9 +325,50 @@ export const streakPeriods = pgTable(
     length: integer('length').notNull(),
     usedFreeze: boolean('used_freeze').notNull().default(false),
     usedPause: boolean('used_pause').notNull().default(false),
+    /** Streak settings epoch the period belongs to (Redis field h:<epoch>:<idx>). */
+    epoch: integer('epoch').notNull().default(0),
     updated: updated(),
   },
   (t) => [primaryKey({ columns: [t.userId, t.periodStart] })],
+);
+
+/**
+ * Per-user state the history tables alone cannot give back exactly (rebuild, src/rebuild/): the last
+ * op sequence number, and the streak and counters hash fields as last written by lua/applyUserOp.lua
+ * (merged field by field in op order, like HSET), plus the user's streak-index entry.
+ */
+export const userStates = pgTable('user_states', {
+  userId: text('user_id').primaryKey(),
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+  streak: jsonb('streak').$type<Record<string, string>>().notNull().default({}),
+  counters: jsonb('counters').$type<Record<string, string>>().notNull().default({}),
+  /** Global index entries: `active` = "<length>|<changedAtMs>|<expiresMs>" or "" after a break. */
+  indexes: jsonb('indexes').$type<Record<string, string>>().notNull().default({}),
+  updated: updated(),
+});
+
+/** Every per-run leaderboard value an op produced, as the board script was called with it (rebuild replays them). */
+export const leaderboardUpdates = pgTable(
+  'leaderboard_updates',
+  {
+    opId: uuid('op_id').notNull(),
+    leaderboardId: uuid('leaderboard_id').notNull(),
+    runStart: date('run_start', { mode: 'string' }).notNull(),
+    userId: text('user_id').notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    value: bigint('value', { mode: 'number' }).notNull(),
+    /** Breakdown group the update was sent with; null when it was not sent (a breakdown value missing). */
+    groupKey: text('group_key'),
+    expires: bigint('expires', { mode: 'number' }).notNull().default(0),
+    /** Commit order of the op (Redis TIME in microseconds): board updates replay in this order. */
+    ord: bigint('ord', { mode: 'number' }).notNull(),
+    created: ts('created').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.opId, t.leaderboardId] }),
+    index('leaderboard_updates_board_ord').on(t.leaderboardId, t.ord),
+    index('leaderboard_updates_user').on(t.userId),
+  ],
 );
 
 export const leaderboardRankChanges = pgTable(

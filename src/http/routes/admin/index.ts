@@ -13,6 +13,7 @@ import type { Deps } from '../../../deps';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
+import { mountRebuild } from './rebuild';
 import { mountStreakOps } from './streak-ops';
 import { mountStreakPauses } from './streak-pauses';
 import { mountStreakSettings } from './streak-settings';
@@ -35,6 +36,7 @@ export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   mountStreakSettings(app, deps, registry);
   mountStreakPauses(app, deps, registry);
   mountStreakOps(app, deps, registry);
+  mountRebuild(app, deps, registry);
   // (helpers add one mount line per resource here)
   return app;
 }

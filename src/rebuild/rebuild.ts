@@ -1,0 +1,240 @@
+/**
+ * Rebuild: recomputes every piece of Redis state from Postgres (ARCHITECTURE "Failure rules": Redis data
+ * lost). Per-user keys and global indexes come from src/rebuild/state.ts; leaderboards are replayed
+ * update by update through lua/updateBoard.lua in commit order, so rankings, member metadata, groups,
+ * evictions and rank histories come out as they were.
+ *
+ * Run it with application traffic stopped: an op committed in Redis while its user is being rebuilt
+ * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
+ */
+import type { Deps } from '../deps';
+import type { RedisClient } from '../redis/client';
+import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';
+import {
+  allUserIds,
+  boardsWithUpdates,
+  boardUpdates,
+  type GlobalState,
+  globalCounts,
+  globalEntries,
+  loadContext,
+  loadUserStates,
+  type RebuildContext,
+  type UserState,
+} from './state';
+
+export interface RebuildOptions {
+  /** Users per batch (default 200). */
+  batchSize?: number;
+  /** Write pending outbox records to Postgres first (default true). */
+  drain?: boolean;
+  /** Progress callback (CLI). */
+  onProgress?: (msg: string) => void;
+}
+
+export interface RebuildSummary {
+  users: number;
+  drained: number;
+  leaderboards: number;
+  boardUpdates: number;
+  keysWritten: number;
+  durationMs: number;
+}
+
+/** Every key name a user's state may use (award lists of every system ever created). */
+export function userKeyNames(ctx: RebuildContext, s: Pick<UserState, 'keys'>): string[] {
+  const k = s.keys;
+  return [
+    k.profile,
+    k.metrics,
+    k.counters,
+    k.achievements,
+    k.points,
+    k.streak,
+    k.idempotency,
+    k.boards,
+    ...ctx.systems.map((sys) => k.awards(sys.id)),
+  ];
+}
+
+const nonEmpty = (h: Record<string, string>) => Object.keys(h).length > 0;
+const flat = (h: Record<string, string>) => Object.entries(h).flat();
+
+/** Writes one batch of users: every key of the user is replaced as a whole. */
+async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]): Promise<number> {
+  const pipe = deps.redis.pipeline();
+  let keys = 0;
+  for (const s of states) {
+    for (const key of userKeyNames(ctx, s)) pipe.unlink(key);
+    const hashes: Array<[string, Record<string, string>]> = [
+      [s.keys.profile, s.profile],
+      [s.keys.metrics, s.metrics],
+      [s.keys.counters, s.counters],
+      [s.keys.achievements, s.achievements],
+      [s.keys.points, s.points],
+      [s.keys.streak, s.streak],
+      [s.keys.idempotency, s.idem],
+      [s.keys.boards, s.boards],
+    ];
+    for (const [key, h] of hashes) {
+      if (!nonEmpty(h)) continue;
+      pipe.hset(key, ...flat(h));
+      keys++;
+    }
+    for (const [sys, list] of Object.entries(s.awards)) {
+      if (!list.length) continue;
+      pipe.rpush(s.keys.awards(sys), ...list);
+      keys++;
+    }
+  }
+  await execOrThrow(pipe);
+  return keys;
+}
+
+async function execOrThrow(pipe: ReturnType<RedisClient['pipeline']>): Promise<void> {
+  const res = await pipe.exec();
+  for (const [err] of res ?? []) if (err) throw err;
+}
+
+/** The global index keys: replaced as a whole. */
+async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Promise<number> {
+  const k = deps.keys.global;
+  const userIdsKey = (k as unknown as Record<string, unknown>).userIds;
+  const pipe = deps.redis.pipeline();
+  const all = [
+    k.userCount,
+    k.achievementCompletions,
+    k.streakActive,
+    k.streakActiveMeta,
+    k.streakLongest,
+    k.streakLongestAt,
+    ...ctx.systems.map((s) => k.pointsTotals(s.id)),
+  ];
+  if (typeof userIdsKey === 'string') all.push(userIdsKey);
+  for (const key of all) pipe.unlink(key);
+  let keys = 0;
+  const zadd = (key: string, m: Record<string, number>) => {
+    const args = Object.entries(m).flatMap(([id, score]) => [String(score), id]);
+    for (let i = 0; i < args.length; i += 2000) pipe.zadd(key, ...args.slice(i, i + 2000));
+    if (args.length) keys++;
+  };
+  const hset = (key: string, h: Record<string, string>) => {
+    if (!nonEmpty(h)) return;
+    pipe.hset(key, ...flat(h));
+    keys++;
+  };
+  if (g.userCount !== '0') {
+    pipe.set(k.userCount, g.userCount);
+    keys++;
+  }
+  if (typeof userIdsKey === 'string') zadd(userIdsKey, g.userIds);
+  hset(k.achievementCompletions, g.completions);
+  for (const [sys, m] of Object.entries(g.pointsTotals)) zadd(k.pointsTotals(sys), m);
+  zadd(k.streakActive, g.streakActive);
+  hset(k.streakActiveMeta, g.streakActiveMeta);
+  zadd(k.streakLongest, g.streakLongest);
+  hset(k.streakLongestAt, g.streakLongestAt);
+  await execOrThrow(pipe);
+  return keys;
+}
+
+/** Every key of a board (all runs, groups, members, histories). Maintenance only: SCAN. */
+export async function boardKeys(deps: Deps, boardId: string): Promise<string[]> {
+  const pattern = `${deps.keys.prefix}:{lb:${boardId}}:*`;
+  const nodes = 'nodes' in deps.redis ? deps.redis.nodes('master') : [deps.redis];
+  const found: string[] = [];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      found.push(...batch);
+    } while (cursor !== '0');
+  }
+  return found;
+}
+
+/** Deletes a board's keys and replays its updates in commit order. Returns how many were replayed. */
+async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Promise<number> {
+  const old = await boardKeys(deps, boardId);
+  for (let i = 0; i < old.length; i += 500) await deps.redis.unlink(...old.slice(i, i + 500));
+  const board = ctx.boards.find((b) => b.id === boardId);
+  const max = String(board?.maxParticipants ?? 1000);
+  const streak = board?.rankBy === 'streak' ? '1' : '0';
+  const bk = deps.keys.board(boardId);
+  const rows = await boardUpdates(deps, boardId);
+  for (let i = 0; i < rows.length; i += 500) {
+    const pipe = deps.redis.pipeline();
+    for (const u of rows.slice(i, i + 500)) {
+      pipe.updateBoard(
+        4,
+        bk.members(u.runStart),
+        bk.ranking(u.runStart, u.group),
+        bk.history(u.runStart, u.userId),
+        bk.historyPrefix(u.runStart),
+        u.userId,
+        String(u.value),
+        String(u.seq),
+        String(u.created),
+        u.group,
+        max,
+        String(u.expires),
+        streak,
+      );
+    }
+    await execOrThrow(pipe);
+  }
+  return rows.length;
+}
+
+/** Consumer groups of every shard outbox (a writer that cached them survives a wiped Redis). */
+async function ensureOutboxGroups(deps: Deps): Promise<void> {
+  for (let shard = 0; shard < deps.config.USER_SHARDS; shard++) {
+    try {
+      await deps.redis.xgroup('CREATE', deps.keys.outbox(shard), HISTORY_GROUP, '0', 'MKSTREAM');
+    } catch (err) {
+      if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
+    }
+  }
+}
+
+/** Recomputes all Redis state from Postgres history. */
+export async function rebuildState(deps: Deps, opts: RebuildOptions = {}): Promise<RebuildSummary> {
+  const started = Date.now();
+  const log = opts.onProgress ?? (() => {});
+  let drained = 0;
+  if (opts.drain !== false) {
+    const writer = new HistoryWriter(deps, { consumer: 'rebuild', claimIdleMs: 0 });
+    for (let n = await writer.drainOnce(); n > 0; n = await writer.drainOnce()) drained += n;
+    log(`outbox drained: ${drained} records`);
+  }
+  const ctx = await loadContext(deps);
+  const ids = await allUserIds(deps);
+  const batch = opts.batchSize ?? 200;
+  let g: GlobalState | undefined;
+  let keysWritten = 0;
+  for (let i = 0; i < ids.length; i += batch) {
+    const states = await loadUserStates(deps, ctx, ids.slice(i, i + batch));
+    keysWritten += await writeUsers(deps, ctx, states);
+    g = globalEntries(ctx, states, g);
+    log(`users ${Math.min(i + batch, ids.length)}/${ids.length}`);
+  }
+  g = globalEntries(ctx, [], g);
+  Object.assign(g, await globalCounts(deps));
+  keysWritten += await writeGlobals(deps, ctx, g);
+  const boardIds = [...new Set([...ctx.boards.map((b) => b.id), ...(await boardsWithUpdates(deps))])];
+  let replayed = 0;
+  for (const id of boardIds) replayed += await replayBoard(deps, ctx, id);
+  log(`leaderboards ${boardIds.length}, updates replayed ${replayed}`);
+  await ensureOutboxGroups(deps);
+  return {
+    users: ids.length,
+    drained,
+    leaderboards: boardIds.length,
+    boardUpdates: replayed,
+    keysWritten,
+    durationMs: Date.now() - started,
+  };
+}
+
+export type { RebuildContext };

@@ -1,0 +1,129 @@
+import { sql } from 'drizzle-orm';
+import type { Snapshot } from '../catalog/snapshot';
+import { leaderboardUpdates, userStates } from '../db/schema';
+import type { Deps } from '../deps';
+import { breakdownKeys, groupKey } from '../engine/leaderboards';
+import { runContaining } from '../engine/runs';
+import { streakExpiry, type UserOpResult } from '../engine/user-op';
+import type { OutboxEntry } from '../workers/history-writer';
+
+type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
+
+/** The parts of an outbox record only rebuild needs (written by lua/applyUserOp.lua). */
+interface RebuildFields {
+  /** Commit order: Redis TIME in microseconds, as a decimal string. */
+  ts?: string;
+  epoch?: number;
+  /** Streak hash fields written by the op (flat [field, value, ...], period history excluded). */
+  sh?: string[] | Record<string, never>;
+  /** Counters hash fields written by the op (flat). */
+  cw?: string[] | Record<string, never>;
+}
+
+const pairs = (flat: string[] | Record<string, never> | undefined): Record<string, string> => {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
+  return out;
+};
+
+/** Ms of Redis TIME µs (sortable integer; below 2^53 until the year 2255). */
+export const ordOf = (ts: string | undefined, nowMs: number) => (ts ? Number(ts) : nowMs * 1000);
+
+/** The settings epoch of a record (older records carry none: the current one). */
+export const epochOf = (deps: Deps, r: OutboxEntry['record']) =>
+  (r as RebuildFields).epoch ?? deps.catalog.snapshot.streak.epoch;
+
+/** A user op result shaped enough for streakExpiry. */
+function pseudoResult(r: OutboxEntry['record']): UserOpResult {
+  return {
+    tz: r.tz,
+    streak: { length: r.streak?.length ?? 0, lastMet: r.streak?.lastMet, freezes: r.streak?.freezes ?? 0 },
+  } as unknown as UserOpResult;
+}
+
+/** The breakdown group the API sent a board update with, or null when it sent none (see applyBoardUpdates). */
+function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['record']): string | null {
+  const board = snap.leaderboardsById.get(boardId);
+  if (!board) return null;
+  const containing = runContaining(board, r.date);
+  if (!containing || containing.start !== run) return null;
+  const values = breakdownKeys(snap, board).map((k) => r.battrs?.[k]);
+  if (values.some((v) => v === undefined)) return null;
+  return groupKey(values as string[]);
+}
+
+/**
+ * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts): each user's merged
+ * streak/counters fields and op sequence, and every board update with its commit order. Written in the
+ * history transaction, idempotently (a batch written twice changes nothing).
+ */
+export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[]): Promise<void> {
+  const snap = deps.catalog.snapshot;
+  const states = new Map<
+    string,
+    {
+      seq: number;
+      streak: Record<string, string>;
+      counters: Record<string, string>;
+      indexes: Record<string, string>;
+    }
+  >();
+  const updates: Array<typeof leaderboardUpdates.$inferInsert> = [];
+  const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
+  for (const { record: r } of ordered) {
+    const f = r as OutboxEntry['record'] & RebuildFields;
+    let s = states.get(r.user);
+    if (!s) {
+      s = { seq: 0, streak: {}, counters: {}, indexes: {} };
+      states.set(r.user, s);
+    }
+    s.seq = Math.max(s.seq, r.seq);
+    Object.assign(s.streak, pairs(f.sh));
+    Object.assign(s.counters, pairs(f.cw));
+    const st = r.streak as OutboxEntry['record']['streak'] & { changed?: boolean };
+    if (st?.changed) {
+      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${streakExpiry(snap, pseudoResult(r))}` : '';
+    }
+    const ord = ordOf(f.ts, r.now);
+    for (const b of r.boards) {
+      const board = snap.leaderboardsById.get(b.id);
+      updates.push({
+        opId: r.id,
+        leaderboardId: b.id,
+        runStart: b.run,
+        userId: r.user,
+        seq: r.seq,
+        value: Number(b.value),
+        groupKey: groupFor(snap, b.id, b.run, r),
+        expires: board?.rankBy === 'streak' ? streakExpiry(snap, pseudoResult(r)) : 0,
+        ord,
+        created: new Date(r.now),
+      });
+    }
+  }
+  const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
+  for (let i = 0; i < rows.length; i += 500) {
+    await tx
+      .insert(userStates)
+      .values(rows.slice(i, i + 500))
+      .onConflictDoUpdate({
+        target: userStates.userId,
+        set: {
+          seq: sql`excluded.seq`,
+          streak: sql`${userStates.streak} || excluded.streak`,
+          counters: sql`${userStates.counters} || excluded.counters`,
+          indexes: sql`${userStates.indexes} || excluded.indexes`,
+          updated: sql`now()`,
+        },
+        // A batch older than what is stored (a claimed straggler) adds nothing.
+        setWhere: sql`excluded.seq > ${userStates.seq}`,
+      });
+  }
+  for (let i = 0; i < updates.length; i += 1000) {
+    await tx
+      .insert(leaderboardUpdates)
+      .values(updates.slice(i, i + 1000))
+      .onConflictDoNothing();
+  }
+}

@@ -1,0 +1,445 @@
+/**
+ * The Redis state Postgres history implies (rebuild writes it, verify compares it). Per user:
+ *
+ * | Redis key | Source |
+ * |---|---|
+ * | profile | `users` row; `seq` from `user_states.seq` |
+ * | metrics | sum of `events.value_micros` per metric |
+ * | idem | `events.idempotency_key` → event id |
+ * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
+ * | achievements | `achievement_completions`, JSON-encoded by the same Lua constructor |
+ * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
+ * | awards:<system> | the newest 100 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
+ * | streak | `user_states.streak` (fields as last written) + `h:<epoch>:<idx>` from `streak_periods` |
+ * | boards | the latest `leaderboard_updates.value` per board run |
+ */
+import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
+import type { Snapshot } from '../catalog/snapshot';
+import {
+  achievementCompletions,
+  achievements,
+  events,
+  leaderboards,
+  leaderboardUpdates,
+  pointsAwards,
+  pointsSystems,
+  pointsTriggers,
+  streakPeriods,
+  type StoredFilter,
+  userStates,
+  users,
+} from '../db/schema';
+import type { Deps } from '../deps';
+import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
+import type { UserKeys } from '../redis/keys';
+import { scriptSource } from '../redis/scripts';
+
+type TriggerRow = typeof pointsTriggers.$inferSelect;
+type AchievementRow = typeof achievements.$inferSelect;
+type BoardRow = typeof leaderboards.$inferSelect;
+type SystemRow = typeof pointsSystems.$inferSelect;
+
+/** Configuration rows rebuild needs, deleted ones included (their Redis state outlives them). */
+export interface RebuildContext {
+  snap: Snapshot;
+  systems: SystemRow[];
+  triggers: TriggerRow[];
+  achievements: AchievementRow[];
+  boards: BoardRow[];
+}
+
+export async function loadContext(deps: Deps): Promise<RebuildContext> {
+  await deps.catalog.reload();
+  const [systems, triggers, achs, boards] = await Promise.all([
+    deps.db.select().from(pointsSystems),
+    deps.db.select().from(pointsTriggers),
+    deps.db.select().from(achievements),
+    deps.db.select().from(leaderboards),
+  ]);
+  return { snap: deps.catalog.snapshot, systems, triggers, achievements: achs, boards };
+}
+
+export interface UserState {
+  userId: string;
+  keys: UserKeys;
+  profile: Record<string, string>;
+  metrics: Record<string, string>;
+  counters: Record<string, string>;
+  achievements: Record<string, string>;
+  points: Record<string, string>;
+  streak: Record<string, string>;
+  idem: Record<string, string>;
+  boards: Record<string, string>;
+  /** systemId → encoded awards, newest first (at most 100). */
+  awards: Record<string, string[]>;
+  /** Counters replayed from events (live metric triggers and filtered achievements only). */
+  replayed: Record<string, string>;
+  /** Inputs of the global indexes. */
+  created: number;
+  activeIndex: string | undefined;
+  longestAt: Record<string, number>;
+}
+
+/** Every user id in Postgres, sorted. */
+export async function allUserIds(deps: Deps): Promise<string[]> {
+  const rows = await deps.db.select({ id: users.id }).from(users).orderBy(asc(users.id));
+  return rows.map((r) => r.id);
+}
+
+const str = (n: number) => String(n);
+
+/** Whether every stored filter matches an attribute map (keys resolved like src/engine/plan.ts). */
+function matches(snap: Snapshot, filters: StoredFilter[], attrs: Record<string, string>): boolean {
+  for (const f of filters) {
+    const key = snap.attributesById.get(f.attributeId)?.key ?? `#${f.attributeId}`;
+    if (attrs[key] !== f.attributeValue) return false;
+  }
+  return true;
+}
+
+/** The frequency a stored period was written under (its length tells). */
+function frequencyOf(start: string, end: string): Frequency {
+  const days = dayIndex(end) - dayIndex(start);
+  return days === 0 ? 'daily' : days === 6 ? 'weekly' : 'monthly';
+}
+
+/** JSON of awards and completions, encoded by Redis' cjson the way lua/applyUserOp.lua does. */
+export async function encodeJson(
+  deps: Deps,
+  input: {
+    awards: Array<{
+      id: string;
+      awarded: number;
+      total: number;
+      trigger: string;
+      boosts: string[];
+      date: number;
+    }>;
+    completions: Array<{ cid: string; at: number }>;
+  },
+): Promise<{ awards: string[]; completions: string[] }> {
+  if (!input.awards.length && !input.completions.length) return { awards: [], completions: [] };
+  const raw = (await deps.redis.eval(encodeSource(), 0, JSON.stringify(input))) as string;
+  const out = JSON.parse(raw) as { awards: string[] | object; completions: string[] | object };
+  return {
+    awards: Array.isArray(out.awards) ? out.awards : [],
+    completions: Array.isArray(out.completions) ? out.completions : [],
+  };
+}
+
+let encodeSrc: string | null = null;
+const encodeSource = () => {
+  encodeSrc ??= scriptSource('rebuild/encode');
+  return encodeSrc;
+};
+
+/** The expected Redis state of a batch of users (ids that are not in Postgres are skipped). */
+export async function loadUserStates(
+  deps: Deps,
+  ctx: RebuildContext,
+  userIds: string[],
+): Promise<UserState[]> {
+  if (!userIds.length) return [];
+  const db = deps.db;
+  const [userRows, stateRows, eventRows, awardRows, completionRows, periodRows, boardRows] =
+    await Promise.all([
+      db.select().from(users).where(inArray(users.id, userIds)),
+      db.select().from(userStates).where(inArray(userStates.userId, userIds)),
+      db
+        .select()
+        .from(events)
+        .where(inArray(events.userId, userIds))
+        .orderBy(asc(events.userId), asc(events.seq), asc(events.created)),
+      db
+        .select()
+        .from(pointsAwards)
+        .where(inArray(pointsAwards.userId, userIds))
+        .orderBy(
+          asc(pointsAwards.userId),
+          asc(pointsAwards.seq),
+          asc(pointsAwards.pos),
+          asc(pointsAwards.created),
+        ),
+      db.select().from(achievementCompletions).where(inArray(achievementCompletions.userId, userIds)),
+      db.select().from(streakPeriods).where(inArray(streakPeriods.userId, userIds)),
+      db
+        .select({
+          userId: leaderboardUpdates.userId,
+          board: leaderboardUpdates.leaderboardId,
+          run: leaderboardUpdates.runStart,
+          value: leaderboardUpdates.value,
+        })
+        .from(leaderboardUpdates)
+        .where(inArray(leaderboardUpdates.userId, userIds))
+        .orderBy(asc(leaderboardUpdates.seq)),
+    ]);
+  const group = <T extends { userId: string }>(rows: T[]) => {
+    const m = new Map<string, T[]>();
+    for (const r of rows) {
+      const list = m.get(r.userId);
+      if (list) list.push(r);
+      else m.set(r.userId, [r]);
+    }
+    return m;
+  };
+  const statesBy = new Map(stateRows.map((s) => [s.userId, s]));
+  const eventsBy = group(eventRows);
+  const awardsBy = group(awardRows);
+  const completionsBy = group(completionRows);
+  const periodsBy = group(periodRows);
+  const boardsBy = new Map<string, Record<string, string>>();
+  for (const r of boardRows) {
+    const m = boardsBy.get(r.userId) ?? {};
+    m[`${r.board}|${r.run}`] = String(r.value); // later seq wins
+    boardsBy.set(r.userId, m);
+  }
+  const liveTriggers = ctx.triggers.filter(
+    (t) =>
+      t.type === 'metric' &&
+      t.status === 'active' &&
+      !t.deletedAt &&
+      t.metricId &&
+      ctx.snap.systemsById.has(t.systemId),
+  );
+  const filteredAchievements = ctx.achievements.filter(
+    (a) => a.trigger === 'metric' && a.metricId && a.eventAttributes.length > 0,
+  );
+
+  const out: UserState[] = [];
+  const toEncode: Parameters<typeof encodeJson>[1] = { awards: [], completions: [] };
+  const encodeAt: Array<() => void> = [];
+  const encoded: { awards: string[]; completions: string[] } = { awards: [], completions: [] };
+
+  for (const u of userRows) {
+    const state = statesBy.get(u.id);
+    const evs = eventsBy.get(u.id) ?? [];
+    const profile: Record<string, string> = {
+      id: u.id,
+      created: str(u.created.getTime()),
+      sub: u.subscribeToEmails ? '1' : '0',
+      dt: JSON.stringify(u.deviceTokens ?? []),
+    };
+    if (u.email !== null) profile.email = u.email;
+    if (u.name !== null) profile.name = u.name;
+    if (u.tz !== null) profile.tz = u.tz;
+    for (const [k, v] of Object.entries(u.attributes ?? {})) profile[`a:${k}`] = v;
+    for (const [k, v] of Object.entries(u.preferences ?? {})) profile[`p:${k}`] = JSON.stringify(v);
+    profile.updated = str(u.updated.getTime());
+    const lastSeq = Math.max(
+      state?.seq ?? 0,
+      ...evs.map((e) => e.seq ?? 0),
+      ...(awardsBy.get(u.id) ?? []).map((a) => a.seq ?? 0),
+    );
+    profile.seq = str(lastSeq);
+
+    const metrics: Record<string, string> = {};
+    const idem: Record<string, string> = {};
+    const sums = new Map<string, number>();
+    for (const e of evs) {
+      sums.set(e.metricId, (sums.get(e.metricId) ?? 0) + e.valueMicros);
+      if (e.idempotencyKey !== null) idem[`${e.metricId}|${e.idempotencyKey}`] = e.id;
+    }
+    for (const [m, s] of sums) metrics[m] = str(s);
+
+    // Replayed counters: T = running sum of matching events since activation, H = highest T (> 0).
+    const replayed: Record<string, string> = {};
+    for (const t of liveTriggers) {
+      const ep = t.activatedAt?.getTime() ?? 0;
+      let T = 0;
+      let H = 0;
+      let any = false;
+      for (const e of evs) {
+        if (e.metricId !== t.metricId || e.created.getTime() < ep) continue;
+        if (!matches(ctx.snap, t.eventAttributes, e.attributes)) continue;
+        any = true;
+        T += e.valueMicros;
+        if (T > H) H = T;
+      }
+      if (any) replayed[`mtT:${t.id}:${ep}`] = str(T);
+      if (H > 0) replayed[`mtH:${t.id}:${ep}`] = str(H);
+    }
+    for (const a of filteredAchievements) {
+      const from = a.created.getTime();
+      const to = a.deletedAt?.getTime() ?? Number.POSITIVE_INFINITY;
+      let sum = 0;
+      let any = false;
+      for (const e of evs) {
+        const at = e.created.getTime();
+        if (e.metricId !== a.metricId || at < from || at >= to) continue;
+        if (!matches(ctx.snap, a.eventAttributes, e.attributes)) continue;
+        any = true;
+        sum += e.valueMicros;
+      }
+      if (any) replayed[`af:${a.id}`] = str(sum);
+    }
+    const counters: Record<string, string> = { ...replayed, ...(state?.counters ?? {}) };
+
+    const points: Record<string, string> = {};
+    const bySystem = new Map<string, typeof awardRows>();
+    for (const a of awardsBy.get(u.id) ?? []) {
+      const list = bySystem.get(a.systemId);
+      if (list) list.push(a);
+      else bySystem.set(a.systemId, [a]);
+    }
+    const s: UserState = {
+      userId: u.id,
+      keys: deps.keys.user(u.id),
+      profile,
+      metrics,
+      counters,
+      achievements: {},
+      points,
+      streak: { ...(state?.streak ?? {}) },
+      idem,
+      boards: boardsBy.get(u.id) ?? {},
+      awards: {},
+      replayed,
+      created: u.created.getTime(),
+      activeIndex: state?.indexes?.active || undefined,
+      longestAt: {},
+    };
+    for (const [sys, list] of bySystem) {
+      points[sys] = str(list.reduce((n, a) => n + a.awarded, 0));
+      const newest = list.slice(-100).reverse();
+      const from = toEncode.awards.length;
+      for (const a of newest) {
+        toEncode.awards.push({
+          id: a.id,
+          awarded: a.awarded,
+          total: a.total,
+          trigger: a.triggerId,
+          boosts: a.boosts,
+          date: a.created.getTime(),
+        });
+      }
+      encodeAt.push(() => {
+        s.awards[sys] = encoded.awards.slice(from, from + newest.length);
+      });
+    }
+    for (const c of completionsBy.get(u.id) ?? []) {
+      const i = toEncode.completions.length;
+      toEncode.completions.push({ cid: c.id, at: c.achievedAt.getTime() });
+      encodeAt.push(() => {
+        s.achievements[c.achievementId] = encoded.completions[i]!;
+      });
+    }
+    for (const p of periodsBy.get(u.id) ?? []) {
+      const idx = periodIndex(frequencyOf(p.periodStart, p.periodEnd), p.periodStart);
+      s.streak[`h:${p.epoch}:${idx}`] = `${p.length}|${p.usedFreeze ? '1' : '0'}|${p.usedPause ? '1' : '0'}`;
+      if (!p.usedFreeze && !p.usedPause && p.length > 0) {
+        const f = `${u.id}|${p.length}`;
+        const at = p.updated.getTime();
+        if (s.longestAt[f] === undefined || at < s.longestAt[f]!) s.longestAt[f] = at;
+      }
+    }
+    out.push(s);
+  }
+  const enc = await encodeJson(deps, toEncode);
+  encoded.awards = enc.awards;
+  encoded.completions = enc.completions;
+  for (const f of encodeAt) f();
+  return out;
+}
+
+/** Global indexes (their own slot): user count, completion counts, points totals, streak rankings. */
+export interface GlobalState {
+  userCount: string;
+  userIds: Record<string, number>;
+  completions: Record<string, string>;
+  /** systemId → userId → total. */
+  pointsTotals: Record<string, Record<string, number>>;
+  streakActive: Record<string, number>;
+  streakActiveMeta: Record<string, string>;
+  streakLongest: Record<string, number>;
+  streakLongestAt: Record<string, string>;
+}
+
+export async function globalCounts(deps: Deps): Promise<Pick<GlobalState, 'userCount' | 'completions'>> {
+  const [count] = await deps.db.select({ n: sql<number>`count(*)::int` }).from(users);
+  const completionCounts = await deps.db
+    .select({ id: achievementCompletions.achievementId, n: sql<number>`count(*)::int` })
+    .from(achievementCompletions)
+    .groupBy(achievementCompletions.achievementId);
+  return {
+    userCount: String(count?.n ?? 0),
+    completions: Object.fromEntries(completionCounts.map((c) => [c.id, String(c.n)])),
+  };
+}
+
+/** Adds the global index entries of some users to `g` (a fresh one when omitted). */
+export function globalEntries(ctx: RebuildContext, states: UserState[], into?: GlobalState): GlobalState {
+  const g: GlobalState = into ?? {
+    userCount: '0',
+    userIds: {},
+    completions: {},
+    pointsTotals: {},
+    streakActive: {},
+    streakActiveMeta: {},
+    streakLongest: {},
+    streakLongestAt: {},
+  };
+  for (const s of states) {
+    g.userIds[s.userId] = s.created;
+    // Every user counts in the histogram of every system that existed when they were created.
+    for (const sys of ctx.systems) {
+      const existed =
+        sys.created.getTime() <= s.created && (!sys.deletedAt || sys.deletedAt.getTime() > s.created);
+      const total = s.points[sys.id];
+      if (total === undefined && !existed) continue;
+      g.pointsTotals[sys.id] ??= {};
+      g.pointsTotals[sys.id]![s.userId] = Number(total ?? 0);
+    }
+    if (s.activeIndex) {
+      const [len, at, exp] = s.activeIndex.split('|');
+      g.streakActive[s.userId] = Number(len);
+      g.streakActiveMeta[s.userId] = `${at}|${exp}`;
+    }
+    const longest = Number(s.streak.longest ?? 0);
+    if (longest > 0) g.streakLongest[s.userId] = longest;
+    for (const [f, at] of Object.entries(s.longestAt)) g.streakLongestAt[f] = String(at);
+  }
+  return g;
+}
+
+/** A leaderboard update to replay through lua/updateBoard.lua. */
+export interface BoardUpdateRow {
+  userId: string;
+  runStart: string;
+  seq: number;
+  value: number;
+  group: string;
+  expires: number;
+  created: number;
+}
+
+/** One board's updates in commit order, each with the group the user entered the run in. */
+export async function boardUpdates(deps: Deps, boardId: string): Promise<BoardUpdateRow[]> {
+  const u = leaderboardUpdates;
+  const rows = await deps.db
+    .select()
+    .from(u)
+    .where(and(eq(u.leaderboardId, boardId), isNotNull(u.groupKey)))
+    .orderBy(asc(u.ord), asc(u.userId), asc(u.seq));
+  const entered = new Map<string, string>();
+  return rows.map((r) => {
+    const k = `${r.runStart}|${r.userId}`;
+    if (!entered.has(k)) entered.set(k, r.groupKey!);
+    return {
+      userId: r.userId,
+      runStart: r.runStart,
+      seq: r.seq,
+      value: r.value,
+      group: entered.get(k)!,
+      expires: r.expires,
+      created: r.created.getTime(),
+    };
+  });
+}
+
+/** Ids of the boards with recorded updates. */
+export async function boardsWithUpdates(deps: Deps): Promise<string[]> {
+  const rows = await deps.db
+    .selectDistinct({ id: leaderboardUpdates.leaderboardId })
+    .from(leaderboardUpdates);
+  return rows.map((r) => r.id);
+}

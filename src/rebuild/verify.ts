@@ -1,0 +1,254 @@
+/**
+ * verify-state: compares Redis with the state Postgres history implies (src/rebuild/state.ts), for all
+ * users or a random sample. Run it once the history writer has caught up (outbox empty): records still
+ * in the outbox are in Redis but not yet in Postgres.
+ */
+import type { Deps } from '../deps';
+import { userKeyNames } from './rebuild';
+import {
+  allUserIds,
+  globalCounts,
+  globalEntries,
+  loadContext,
+  loadUserStates,
+  type UserState,
+} from './state';
+import { leaderboardUpdates } from '../db/schema';
+import { and, asc, inArray, isNotNull } from 'drizzle-orm';
+
+export interface Difference {
+  userId: string | null;
+  what: string;
+  redis: unknown;
+  postgres: unknown;
+}
+
+export interface VerifyResult {
+  checkedUsers: number;
+  differences: Difference[];
+}
+
+export interface VerifyOptions {
+  /** Check this many random users (default: all). */
+  sample?: number;
+  batchSize?: number;
+  /** Stop collecting after this many differences (default 1000). */
+  maxDifferences?: number;
+}
+
+function sampleOf<T>(list: T[], n: number): T[] {
+  const a = [...list];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a.slice(0, n);
+}
+
+function diffHash(
+  out: Difference[],
+  userId: string | null,
+  name: string,
+  redis: Record<string, string>,
+  expected: Record<string, string>,
+): void {
+  for (const f of new Set([...Object.keys(redis), ...Object.keys(expected)])) {
+    if (redis[f] !== expected[f]) {
+      out.push({ userId, what: `${name}.${f}`, redis: redis[f] ?? null, postgres: expected[f] ?? null });
+    }
+  }
+}
+
+export async function verifyState(deps: Deps, opts: VerifyOptions = {}): Promise<VerifyResult> {
+  const ctx = await loadContext(deps);
+  const all = await allUserIds(deps);
+  const ids = opts.sample !== undefined && opts.sample < all.length ? sampleOf(all, opts.sample) : all;
+  const max = opts.maxDifferences ?? 1000;
+  const diffs: Difference[] = [];
+  const batch = opts.batchSize ?? 200;
+  const g = deps.keys.global;
+  let checked = 0;
+
+  for (let i = 0; i < ids.length && diffs.length < max; i += batch) {
+    const states = await loadUserStates(deps, ctx, ids.slice(i, i + batch));
+    checked += states.length;
+    await verifyUsers(deps, ctx, states, diffs);
+    // Global index entries of these users.
+    const expected = globalEntries(ctx, states);
+    const pipe = deps.redis.pipeline();
+    for (const s of states) {
+      for (const sys of ctx.systems) pipe.zscore(g.pointsTotals(sys.id), s.userId);
+      pipe.zscore(g.streakActive, s.userId);
+      pipe.hget(g.streakActiveMeta, s.userId);
+      pipe.zscore(g.streakLongest, s.userId);
+    }
+    const res = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
+    let k = 0;
+    const num = (v: string | null) => (v === null ? null : String(Number(v)));
+    for (const s of states) {
+      const check = (what: string, redis: string | null, pg: string | null) => {
+        if (redis !== pg) diffs.push({ userId: s.userId, what, redis, postgres: pg });
+      };
+      for (const sys of ctx.systems) {
+        const exp = expected.pointsTotals[sys.id]?.[s.userId];
+        check(`global.points:${sys.id}`, num(res[k++] ?? null), exp === undefined ? null : String(exp));
+      }
+      const act = expected.streakActive[s.userId];
+      check('global.streak:active', num(res[k++] ?? null), act === undefined ? null : String(act));
+      check('global.streak:active-meta', res[k++] ?? null, expected.streakActiveMeta[s.userId] ?? null);
+      const lon = expected.streakLongest[s.userId];
+      check('global.streak:longest', num(res[k++] ?? null), lon === undefined ? null : String(lon));
+    }
+  }
+
+  // Whole-population counters.
+  const counts = await globalCounts(deps);
+  const userCount = (await deps.redis.get(g.userCount)) ?? '0';
+  if (userCount !== counts.userCount) {
+    diffs.push({ userId: null, what: 'global.users', redis: userCount, postgres: counts.userCount });
+  }
+  diffHash(
+    diffs,
+    null,
+    'global.achievement-completions',
+    await deps.redis.hgetall(g.achievementCompletions),
+    counts.completions,
+  );
+
+  return { checkedUsers: checked, differences: diffs.slice(0, max) };
+}
+
+async function verifyUsers(
+  deps: Deps,
+  ctx: Awaited<ReturnType<typeof loadContext>>,
+  states: UserState[],
+  diffs: Difference[],
+): Promise<void> {
+  const pipe = deps.redis.pipeline();
+  for (const s of states) {
+    for (const key of userKeyNames(ctx, s).slice(0, 8)) pipe.hgetall(key);
+    for (const sys of ctx.systems) pipe.lrange(s.keys.awards(sys.id), 0, -1);
+  }
+  const res = ((await pipe.exec()) ?? []).map(([err, v]) => {
+    if (err) throw err;
+    return v;
+  });
+  let k = 0;
+  for (const s of states) {
+    const names = ['profile', 'metrics', 'counters', 'achievements', 'points', 'streak', 'idem', 'boards'];
+    const expected = [s.profile, s.metrics, s.counters, s.achievements, s.points, s.streak, s.idem, s.boards];
+    for (let j = 0; j < names.length; j++) {
+      const redis = res[k++] as Record<string, string>;
+      diffHash(diffs, s.userId, names[j]!, redis, expected[j]!);
+      if (names[j] === 'counters') {
+        // Independent check: live trigger and filtered-achievement counters replayed from events.
+        for (const [f, v] of Object.entries(s.replayed)) {
+          if (redis[f] !== v)
+            diffs.push({
+              userId: s.userId,
+              what: `counters(replayed).${f}`,
+              redis: redis[f] ?? null,
+              postgres: v,
+            });
+        }
+      }
+    }
+    for (const sys of ctx.systems) {
+      const redis = res[k++] as string[];
+      const exp = s.awards[sys.id] ?? [];
+      for (let j = 0; j < Math.max(redis.length, exp.length); j++) {
+        if (redis[j] !== exp[j]) {
+          diffs.push({
+            userId: s.userId,
+            what: `awards:${sys.id}[${j}]`,
+            redis: redis[j] ?? null,
+            postgres: exp[j] ?? null,
+          });
+        }
+      }
+    }
+  }
+  await verifyBoards(deps, ctx, states, diffs);
+}
+
+/** Each user's latest update per board run against the board's member entry and ranking. */
+async function verifyBoards(
+  deps: Deps,
+  ctx: Awaited<ReturnType<typeof loadContext>>,
+  states: UserState[],
+  diffs: Difference[],
+): Promise<void> {
+  const u = leaderboardUpdates;
+  const rows = await deps.db
+    .select()
+    .from(u)
+    .where(
+      and(
+        inArray(
+          u.userId,
+          states.map((s) => s.userId),
+        ),
+        isNotNull(u.groupKey),
+      ),
+    )
+    .orderBy(asc(u.ord), asc(u.seq));
+  const latest = new Map<string, (typeof rows)[number]>();
+  const group = new Map<string, string>();
+  for (const r of rows) {
+    const k = `${r.leaderboardId}|${r.runStart}|${r.userId}`;
+    latest.set(k, r);
+    if (!group.has(k)) group.set(k, r.groupKey!);
+  }
+  const entries = [...latest.entries()];
+  const pipe = deps.redis.pipeline();
+  for (const [, r] of entries) pipe.hget(deps.keys.board(r.leaderboardId).members(r.runStart), r.userId);
+  const metas = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
+  const zpipe = deps.redis.pipeline();
+  const checks: Array<{ r: (typeof rows)[number]; member: string; key: string; g: string }> = [];
+  entries.forEach(([k, r], i) => {
+    const meta = metas[i];
+    const g = group.get(k)!;
+    const board = ctx.boards.find((b) => b.id === r.leaderboardId);
+    const f = meta?.split('|') ?? [];
+    const got = meta ? `${f[0]}|${f[2]}|${f[3]}|${f[4]}` : null;
+    const want = `${r.value}|${g}|${r.seq}|${r.expires}`;
+    if (got !== want) {
+      diffs.push({
+        userId: r.userId,
+        what: `leaderboard ${r.leaderboardId} run ${r.runStart} member (value|group|seq|expires)`,
+        redis: got,
+        postgres: want,
+      });
+      return;
+    }
+    if (r.value > 0 && board?.rankBy !== 'streak') {
+      const key = deps.keys.board(r.leaderboardId).ranking(r.runStart, g);
+      const member = `${String(f[1]).padStart(15, '0')}|${r.userId}`;
+      zpipe.zscore(key, member);
+      zpipe.zcard(key);
+      checks.push({ r, member, key, g });
+    }
+  });
+  const zres = ((await zpipe.exec()) ?? []).map(([, v]) => v as string | number | null);
+  checks.forEach((c, i) => {
+    const score = zres[2 * i] as string | null;
+    const card = Number(zres[2 * i + 1]);
+    const max = ctx.boards.find((b) => b.id === c.r.leaderboardId)?.maxParticipants ?? 1000;
+    // A full group may have evicted the user (semantics §6.4); otherwise the user must be ranked.
+    if (score === null && card < max) {
+      diffs.push({
+        userId: c.r.userId,
+        what: `leaderboard ${c.r.leaderboardId} run ${c.r.runStart} ranking`,
+        redis: null,
+        postgres: -c.r.value,
+      });
+    } else if (score !== null && Number(score) !== -c.r.value) {
+      diffs.push({
+        userId: c.r.userId,
+        what: `leaderboard ${c.r.leaderboardId} run ${c.r.runStart} ranking`,
+        redis: Number(score),
+        postgres: -c.r.value,
+      });
+    }
+  });
+}
