@@ -90,7 +90,27 @@ export async function createPause(deps: Deps, item: unknown) {
       created: new Date(nowMs),
     })
     .returning();
+  await syncPauses(deps, input.userId);
   return showPause(row!);
+}
+
+/**
+ * Copies a user's live pauses into their streak state, where the user script reads them when it
+ * resolves ended periods: [[firstDayIndex, lastDayIndex], ...]. Postgres stays the source of truth.
+ */
+export async function syncPauses(deps: Deps, userId: string): Promise<void> {
+  const rows = await deps.db
+    .select({ start: streakPauses.start, end: streakPauses.end })
+    .from(streakPauses)
+    .where(and(eq(streakPauses.userId, userId), isNull(streakPauses.deletedAt)));
+  const key = deps.keys.user(userId).streak;
+  if (rows.length === 0) await deps.redis.hdel(key, 'pauses');
+  else
+    await deps.redis.hset(
+      key,
+      'pauses',
+      JSON.stringify(rows.map((r) => [dayIndex(r.start), dayIndex(r.end)])),
+    );
 }
 
 /** Deletes one pause (it stops applying to periods not yet resolved, semantics §4.9). */
@@ -99,6 +119,7 @@ export async function deletePause(deps: Deps, id: string): Promise<void> {
     .update(streakPauses)
     .set({ deletedAt: new Date(deps.clock.now()) })
     .where(and(eq(streakPauses.id, id), isNull(streakPauses.deletedAt)))
-    .returning({ id: streakPauses.id });
+    .returning({ id: streakPauses.id, userId: streakPauses.userId });
   if (!row) throw new ItemIssue('Pause not found');
+  await syncPauses(deps, row.userId);
 }

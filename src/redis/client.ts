@@ -18,6 +18,8 @@ export function createRedis(opts: RedisOptions, onError?: (err: Error) => void):
 function connect(opts: RedisOptions): RedisClient {
   const common = {
     maxRetriesPerRequest: 1,
+    // Commands issued in the same tick share one socket write (syscalls dominate on small boxes).
+    enableAutoPipelining: true,
     // Disconnected: fail at once (503) instead of queueing requests until Redis returns.
     enableOfflineQueue: false,
     connectTimeout: 2000,
@@ -32,7 +34,7 @@ function connect(opts: RedisOptions): RedisClient {
       const i = hp.lastIndexOf(':');
       return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
     });
-    return new Cluster(nodes, { redisOptions: common, scaleReads: 'master' });
+    return new Cluster(nodes, { redisOptions: common, scaleReads: 'master', enableAutoPipelining: true });
   }
   return new Redis(opts.url, common);
 }

@@ -622,4 +622,30 @@ describe('streaks on events', () => {
       streak({ length: 0, periodStart: null, periodEnd: null }),
     );
   });
+
+  it('a pause bridges a missed period without using a freeze', async () => {
+    const m = await metric('pause');
+    await configure({
+      conditions: [{ metricId: m.id, threshold: 1 }],
+      freezesEnabled: true,
+      maxFreezes: 2,
+      initialFreezes: 1,
+    });
+    const u = uid();
+    expect(await at('2025-03-10T12:00:00Z', 'pause', u, 1)).toMatchObject({ length: 1, freezes: 1 });
+    const p = await t.admin('POST', '/streaks/pauses', {
+      pauses: [{ userId: u, start: '2025-03-11', end: '2025-03-11' }],
+    });
+    expect(p.body.issues).toEqual([]);
+    expect(await at('2025-03-12T12:00:00Z', 'pause', u, 0)).toMatchObject({
+      length: 1,
+      freezes: 1,
+      expires: '2025-03-12',
+    });
+    expect(await at('2025-03-12T12:01:00Z', 'pause', u, 1)).toMatchObject({
+      length: 2,
+      freezes: 1,
+      extended: true,
+    });
+  });
 });
