@@ -5,19 +5,15 @@
 // kills the process whenever Postgres goes away. The close path has already rejected the queries of
 // that connection, so the buffered bytes can be dropped. Idempotent; run on every install.
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 const MARK = '/* laurel: guard closed socket */';
 const ORIGINAL = 'function nextWrite(fn) {\n    const x = socket.write(chunk, fn)';
 const PATCHED = `function nextWrite(fn) {\n    ${MARK}\n    if (socket === null) {\n      nextWriteTimer !== null && clearImmediate(nextWriteTimer)\n      chunk = nextWriteTimer = null\n      return false\n    }\n    const x = socket.write(chunk, fn)`;
 
-let root;
-try {
-  root = dirname(createRequire(import.meta.url).resolve('postgres/package.json'));
-} catch {
-  process.exit(0); // not installed (e.g. a production image without it): nothing to patch
-}
+// npm runs install scripts from the package root.
+const root = join(process.cwd(), 'node_modules', 'postgres');
+if (!existsSync(join(root, 'package.json'))) process.exit(0); // not installed: nothing to patch
 let patched = 0;
 for (const rel of ['src/connection.js', 'cjs/src/connection.js', 'cf/src/connection.js']) {
   const file = join(root, rel);
