@@ -144,68 +144,70 @@ describe('writer crash mid-batch', () => {
 });
 
 /**
- * Postgres outage with a real server stop: a throwaway cluster of this file is stopped for the outage
- * window and started again. Opt-in (LAUREL_REAL_PG_OUTAGE=1): with postgres.js 3.4.9 the stop makes the
- * driver throw an uncaught `TypeError: Cannot read properties of null (reading 'write')` from
- * `nextWrite` (porsager/postgres#1154, #1208; unmerged fix #1168), which would crash a production
- * process and fails the vitest run as an unhandled error, although every assertion here holds.
+ * Postgres outage with a real server stop: a throwaway cluster of this file is stopped for
+ * PG_OUTAGE_MS (30 s by default, as the issue asks) under continuous load, then started again.
+ * postgres.js 3.4.9 would crash the process here (porsager/postgres #1154, #1208); the install-time
+ * guard in scripts/patch-postgres.mjs is what keeps it alive, and this test fails without it.
  */
-describe.runIf(process.env.LAUREL_REAL_PG_OUTAGE === '1')(
-  'Postgres stopped under load (own throwaway cluster)',
-  () => {
-    const pg = new ThrowawayPostgres();
-    let t: TestServer;
-    let writer: HistoryWriter;
-    let writerDb: ReturnType<typeof createDb>;
+describe('Postgres stopped under load (own throwaway cluster)', () => {
+  const pg = new ThrowawayPostgres();
+  let t: TestServer;
+  let writer: HistoryWriter;
+  let writerDb: ReturnType<typeof createDb>;
 
-    beforeAll(async () => {
-      await pg.init();
-      await runMigrations(pg.url);
-      t = await createTestServer({ now: '2025-03-10T09:00:00Z', env: { DATABASE_URL: pg.url } });
-      await mixedSetup(t);
-      // The writer has a pool of its own (as a worker process would); the API's pool stays idle.
-      writerDb = createDb(pg.url, 2);
-      writer = new HistoryWriter(
-        { ...t.deps, db: writerDb.db, sql: writerDb.sql },
-        { consumer: 'live', idleSleepMs: 20, claimIdleMs: 0 },
+  beforeAll(async () => {
+    await pg.init();
+    await runMigrations(pg.url);
+    t = await createTestServer({ now: '2025-03-10T09:00:00Z', env: { DATABASE_URL: pg.url } });
+    await mixedSetup(t);
+    // The writer has a pool of its own (as a worker process would); the API's pool stays idle.
+    writerDb = createDb(pg.url, 2);
+    writer = new HistoryWriter(
+      { ...t.deps, db: writerDb.db, sql: writerDb.sql },
+      { consumer: 'live', idleSleepMs: 20, claimIdleMs: 0 },
+    );
+    writer.start();
+  }, 60_000);
+  afterAll(async () => {
+    await writer?.stop();
+    await writerDb?.sql.end({ timeout: 1 });
+    await t?.close();
+    pg.destroy();
+  });
+
+  it('accepts every event while Postgres is down and ends with full history', async () => {
+    await mixedLoad(t, { users: 4, days: 2, prefix: 'pa' });
+    pg.stop();
+    // Outage: events keep being accepted (201) while the writer retries.
+    const outageMs = Number(process.env.PG_OUTAGE_MS ?? 30_000);
+    let accepted = 0;
+    let sent = 0;
+    const outageStart = Date.now();
+    while (Date.now() - outageStart < outageMs) {
+      const res = await sendEvent(
+        t,
+        'lessons',
+        { id: `pd-${sent % 6}`, tz: 'Asia/Kolkata' },
+        0.5 + (sent % 3),
       );
-      writer.start();
-    }, 60_000);
-    afterAll(async () => {
-      await writer?.stop();
-      await writerDb?.sql.end({ timeout: 1 });
-      await t?.close();
-      pg.destroy();
-    });
-
-    it('accepts every event while Postgres is down and ends with full history', async () => {
-      await mixedLoad(t, { users: 4, days: 2, prefix: 'pa' });
-      pg.stop();
-      // Outage: events keep being accepted (201) while the writer retries.
-      let accepted = 0;
-      const outageStart = Date.now();
-      for (let i = 0; i < 40; i++) {
-        const res = await sendEvent(t, 'lessons', { id: `pd-${i % 6}`, tz: 'Asia/Kolkata' }, 0.5 + (i % 3));
-        expect(res.status).toBe(201);
-        accepted++;
-        if (i === 20) t.clock.advance(24 * 3600_000);
-      }
-      await new Promise((r) => setTimeout(r, 1500));
-      expect(writer.lastError).not.toBeNull();
-      expect(await writer.lag()).toBeGreaterThan(0);
-      expect(accepted).toBe(40);
-      expect(Date.now() - outageStart).toBeLessThan(15_000);
-      pg.start();
-      // The running writer recovers by itself and catches up.
-      for (let i = 0; i < 200 && (await writer.lag()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await writer.lag()).toBe(0);
-      await drain(t, 'after-outage');
-      const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'pd-0'));
-      expect(row!.n).toBe(7);
-      expect((await verifyState(t.deps)).differences).toEqual([]);
-    }, 30_000);
-  },
-);
+      sent++;
+      if (res.status === 201) accepted++;
+      if (sent === 20) t.clock.advance(24 * 3600_000);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(writer.lastError).not.toBeNull();
+    expect(await writer.lag()).toBeGreaterThan(0);
+    expect(accepted).toBe(sent);
+    pg.start();
+    // The running writer recovers by itself and catches up.
+    for (let i = 0; i < 200 && (await writer.lag()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await writer.lag()).toBe(0);
+    await drain(t, 'after-outage');
+    const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'pd-0'));
+    expect(row!.n).toBe(Math.ceil(sent / 6));
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  }, 90_000);
+});
 
 /**
  * The default outage test: the writer's Postgres is a closed port for the outage window (the shared
