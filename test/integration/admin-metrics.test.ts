@@ -18,7 +18,9 @@ describe('admin metrics', () => {
     expect((await t.admin('GET', `/metrics/${m.id}`)).body).toEqual(m);
     expect((await t.admin('GET', '/metrics')).body).toEqual([m]);
 
-    const upd = await t.admin('PATCH', '/metrics', [{ id: m.id, name: 'Lessons done', unitType: 'currency', units: 'USD' }]);
+    const upd = await t.admin('PATCH', '/metrics', [
+      { id: m.id, name: 'Lessons done', unitType: 'currency', units: 'USD' },
+    ]);
     expect(upd.status).toBe(200);
     expect(upd.body.updated[0]).toMatchObject({ name: 'Lessons done', unitType: 'currency', units: 'USD' });
 

@@ -4,7 +4,6 @@ import { runUserOp } from '../../src/engine/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 let t: TestServer;
-let metricId: string;
 let systemId: string;
 let timeTrigger: string;
 let apiAch: string;
@@ -14,7 +13,6 @@ const DAY = 86_400_000;
 beforeAll(async () => {
   t = await createTestServer({ now: '2025-03-10T12:00:00Z' });
   const [m] = await adminCreate(t, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
-  metricId = m.id;
   const [p] = await adminCreate(t, '/points', [{ key: 'xp', name: 'XP', maxPoints: 25 }]);
   systemId = p.id;
   const [tt] = await adminCreate(t, `/points/${p.id}/triggers`, [
@@ -52,6 +50,7 @@ describe('background and admin user ops', () => {
       at: slot,
     });
     expect(r.points).toHaveLength(1);
+    expect(r.points[0]!.sys).toBe(systemId);
     expect(r.points[0]!.awards[0]).toMatchObject({
       awarded: 10,
       total: 10,
@@ -70,7 +69,6 @@ describe('background and admin user ops', () => {
       runUserOp(t.deps, { kind: 'grant', user: { id: 'nobody' }, triggerIds: [timeTrigger], at: slot }),
     ).rejects.toThrow('User not found');
     expect(await t.deps.redis.exists(t.deps.keys.user('nobody').profile)).toBe(0);
-    void systemId;
   });
 
   it('backdates an achievement once, without errors for users who do not qualify', async () => {
