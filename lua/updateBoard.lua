@@ -10,6 +10,8 @@ KEYS[1] members hash of the run: userId -> "value|changedAt|group|seq|expires"
 KEYS[2] ranking sorted set of the user's breakdown group (as the caller computed it)
 KEYS[3] history list of this user in the run (LeaderboardEvent JSON, newest first)
 KEYS[4] history list prefix of the run (evicted users' lists are KEYS[4] .. userId)
+KEYS[5] (optional) the board's change stream: one entry per rank/value change of §6.7 (the acting
+        user's and an evicted user's), read by the webhook worker (leaderboard.rank_changed/changed)
 
 ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
 ARGV[4] nowMs       ARGV[5] group                    ARGV[6] maxParticipants
@@ -130,6 +132,16 @@ if evicted then
   redis.call('LPUSH', HIST_PREFIX .. evictedUser, e)
   redis.call('LTRIM', HIST_PREFIX .. evictedUser, 0, 99)
 end
+
+-- Change records for webhooks, atomic with the change itself.
+local K_CHANGES = KEYS[5]
+local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
+local function change(u, pr, r, pv, v)
+  redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,
+    'pr', pr and fmtValue(pr) or '', 'r', r and fmtValue(r) or '', 'pv', pv and fmtValue(pv) or '',
+    'v', v and fmtValue(v) or '', 't', fmtValue(now))
+end
+if K_CHANGES and evicted then change(evictedUser, max, nil, evicted.value, nil) end
 if prevRank ~= rank or rankedPrevValue ~= rankedValue then
   local e = cjson.encode({
     t = now,
@@ -140,6 +152,7 @@ if prevRank ~= rank or rankedPrevValue ~= rankedValue then
   })
   redis.call('LPUSH', K_HIST, e)
   redis.call('LTRIM', K_HIST, 0, 99)
+  if K_CHANGES then change(userId, prevRank, rank, rankedPrevValue, rankedValue) end
 end
 
 return cjson.encode({

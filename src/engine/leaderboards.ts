@@ -58,12 +58,20 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
       const expires = board.rankBy === 'streak' ? streakExpiry(snap, r) : 0;
       const bk = deps.keys.board(board.id);
       for (let attempt = 0; attempt < 2; attempt++) {
+        // The change stream only while someone listens to leaderboard.rank_changed / changed.
+        const changes = snap.webhookEndpoints.some(
+          (e) =>
+            e.enabled &&
+            (e.eventTypes.includes('leaderboard.rank_changed') ||
+              e.eventTypes.includes('leaderboard.changed')),
+        );
         const raw = await deps.redis.updateBoard(
-          4,
+          changes ? 5 : 4,
           bk.members(run.start),
           bk.ranking(run.start, group),
           bk.history(run.start, r.profile.id ?? ''),
           bk.historyPrefix(run.start),
+          ...(changes ? [bk.changes] : []),
           r.profile.id ?? '',
           u.value,
           String(r.seq),

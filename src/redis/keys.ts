@@ -70,6 +70,8 @@ export class Keys {
       /** Rank/value change history of one user in one run (newest first, capped). */
       history: (runStart: string, userId: string) => `${base}:run:${runStart}:hist:${userId}`,
       historyPrefix: (runStart: string) => `${base}:run:${runStart}:hist:`,
+      /** Stream of rank/value changes (all runs) for leaderboard webhooks. */
+      changes: `${base}:changes`,
     };
   }
 
