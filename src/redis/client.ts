@@ -34,7 +34,11 @@ function connect(opts: RedisOptions): RedisClient {
       const i = hp.lastIndexOf(':');
       return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
     });
-    return new Cluster(nodes, { redisOptions: common, scaleReads: 'master', enableAutoPipelining: true });
+    // No auto-pipelining on Cluster: ioredis refuses auto-pipelines whose keys span slots.
+    return new Cluster(nodes, {
+      redisOptions: { ...common, enableAutoPipelining: false },
+      scaleReads: 'master',
+    });
   }
   return new Redis(opts.url, common);
 }
