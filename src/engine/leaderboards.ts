@@ -6,7 +6,8 @@ import { unprocessable } from '../errors';
 import { fromMicros } from './decimal';
 import { leaderboardStatus, utcDate } from './leaderboard-status';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from './runs';
-import { streakExpiry, type UserOpResult } from './user-op';
+import { streakExpiry } from './streak-expiry';
+import type { UserOpResult } from './user-op';
 
 /** One board move as the board script answered it (values already converted to numbers). */
 export interface BoardMove {

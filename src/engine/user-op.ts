@@ -7,7 +7,9 @@ import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
 import { addDays, dayIndex, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
+import { applyBoardUpdates, type BoardMove } from './leaderboards';
 import { planFor, type Plan } from './plan';
+import { streakExpiry } from './streak-expiry';
 import { runContaining, runFinalizationMs } from './runs';
 
 /** The user object of a request after validation (null fields already dropped). */
@@ -70,6 +72,8 @@ export interface UserOpResult {
   already?: { cid: string; at: number };
   /** freeze op: how many freezes were granted. */
   granted?: number;
+  /** How the op moved the user on leaderboards (applied by runUserOp after the user script). */
+  boardMoves?: BoardMove[];
   /** restore op: the new length, or why nothing changed. */
   restore?: { from?: number; to?: number; issue?: 'none' | 'max' };
   eventId: string;
@@ -286,7 +290,12 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     if (reply.already) result.already = JSON.parse(reply.already);
     if (typeof reply.granted === 'number') result.granted = reply.granted;
     if (reply.restore) result.restore = reply.restore;
-    await updateGlobals(deps, result);
+    // Cross-slot follow-ups, issued together (one socket write with auto-pipelining).
+    const [, moves] = await Promise.all([
+      updateGlobals(deps, result),
+      result.boards.length ? applyBoardUpdates(deps, result) : Promise.resolve([]),
+    ]);
+    result.boardMoves = moves;
     return result;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
@@ -362,12 +371,4 @@ async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
   } catch (err) {
     deps.logger.warn({ err }, 'global indexes not updated; the history writer will repair them');
   }
-}
-
-/** When a streak stops counting without activity: the end of the period after the freezes run out. */
-export function streakExpiry(snap: Snapshot, r: UserOpResult): number {
-  if (r.streak.length <= 0 || r.streak.lastMet === undefined) return 0;
-  const freezes = snap.streak.freezesEnabled ? r.streak.freezes : 0;
-  const lastCovered = periodBounds(snap.streak.frequency, r.streak.lastMet + 1 + freezes).end;
-  return instantOfLocalMidnight(addDays(lastCovered, 1), r.tz);
 }

@@ -4,7 +4,8 @@ import { leaderboardUpdates, userStates } from '../db/schema';
 import type { Deps } from '../deps';
 import { breakdownKeys, groupKey } from '../engine/leaderboards';
 import { runContaining } from '../engine/runs';
-import { streakExpiry, type UserOpResult } from '../engine/user-op';
+import { streakExpiry } from '../engine/streak-expiry';
+import type { UserOpResult } from '../engine/user-op';
 import type { OutboxEntry } from '../workers/history-writer';
 
 type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];

@@ -22,14 +22,7 @@ import { leaderboardRunResults, users } from '../db/schema';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
-import {
-  applyBoardUpdates,
-  boardValue,
-  decodeGroup,
-  finaliseRun,
-  type Ranked,
-  rankingsWindow,
-} from '../engine/leaderboards';
+import { boardValue, decodeGroup, finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
 import { addDays, instantOfLocalMidnight, periodBounds, type Frequency } from '../engine/periods';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from '../engine/runs';
 import { runUserOp } from '../engine/user-op';
@@ -294,7 +287,6 @@ export class Scheduler {
           triggerIds: [triggerId],
           at: slot,
         });
-        if (r.boards.length) await applyBoardUpdates(this.deps, r);
       } catch (err) {
         if (err instanceof AppError && err.code === 'NOT_FOUND') {
           await this.deps.redis.zrem(key, member);
@@ -348,7 +340,6 @@ export class Scheduler {
           // and writes the outcome, webhooks included, to the outbox; the history writer then
           // re-scores the member from the new state (or removes it after a break).
           const r = await runUserOp(this.deps, { kind: 'upsert', user: { id: userId }, mustExist: true });
-          if (r.boards.length) await applyBoardUpdates(this.deps, r);
           n++;
         } catch (err) {
           if (err instanceof AppError && err.code === 'NOT_FOUND') await this.deps.redis.zrem(k, userId);

@@ -12,7 +12,6 @@ import { achievementResponse, attributeFilters } from '../../presenters';
 import { checkTimeZone, toUserInput, UpsertedUserSchema } from '../../schemas/user';
 import { parseWith, queryAttributeFilter, queryOne, readJson, userIdParam } from '../../validate';
 import { completedAchievements, pointsMap } from './events';
-import { leaderboardEntries } from './leaderboard-entries';
 
 export const AchievementsCompleteRequestSchema = z
   .object({ user: UpsertedUserSchema })
@@ -73,7 +72,6 @@ export function mountAchievements(app: Hono<AppEnv>, deps: Deps, registry: OpenA
       );
     }
     // Points leaderboards move with the completion's awards; the response does not list them.
-    await leaderboardEntries(deps, r);
     const own = r.completions.find((x) => x.id === a.id)!;
     return c.json(
       {

@@ -113,7 +113,7 @@ export function recordEventHandler(deps: Deps) {
       achievements: completedAchievements(snap, r),
       currentStreak: { ...streak, extended: r.streak.extended === true },
       points: pointsMap(snap, r),
-      leaderboards: await leaderboardEntries(deps, r),
+      leaderboards: leaderboardEntries(deps, r),
     };
     if (idempotencyKey !== undefined) {
       response.idempotencyKey = idempotencyKey;

@@ -1,17 +1,15 @@
 import type { Deps } from '../../../deps';
-import { applyBoardUpdates } from '../../../engine/leaderboards';
 import type { UserOpResult } from '../../../engine/user-op';
 import { leaderboardBase } from './leaderboards';
 
 /**
- * The `leaderboards` map of an event or completion response: applies every board value the op
- * moved and reports the boards where the user's rank or ranked value changed (semantics §6.8).
+ * The `leaderboards` map of an event or completion response: the boards where the op changed the
+ * user's rank or ranked value (semantics §6.8). runUserOp has applied the moves already.
  */
-export async function leaderboardEntries(deps: Deps, r: UserOpResult): Promise<Record<string, unknown>> {
-  if (r.boards.length === 0) return {};
+export function leaderboardEntries(deps: Deps, r: UserOpResult): Record<string, unknown> {
   const snap = deps.catalog.snapshot;
   const out: Record<string, unknown> = {};
-  for (const m of await applyBoardUpdates(deps, r)) {
+  for (const m of r.boardMoves ?? []) {
     if (m.prevRank === m.rank && m.prevValue === m.value) continue;
     const entry: Record<string, unknown> = {
       ...leaderboardBase(snap, m.board),

@@ -9,7 +9,6 @@ import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { NOTIFICATION_TYPES, notificationPreferences, userResponse } from '../../presenters';
 import { checkTimeZone, toUserInput, UpdatedUserSchema, UpsertedUserSchema } from '../../schemas/user';
 import { parseWith, readJson, userIdParam } from '../../validate';
-import { leaderboardEntries } from './leaderboard-entries';
 
 const channels = z.array(z.string()).nullish();
 
@@ -49,7 +48,6 @@ export function mountUsers(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegis
     const body = parseWith(UpsertedUserSchema, await readJson(c));
     const snap = deps.catalog.snapshot;
     const r = await runUserOp(deps, { kind: 'upsert', user: toUserInput(snap, body.id, body) });
-    await leaderboardEntries(deps, r);
     return c.json(userResponse(deps.catalog.snapshot, r.profile), r.created ? 201 : 200);
   });
 
@@ -63,7 +61,6 @@ export function mountUsers(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegis
     const body = parseWith(UpdatedUserSchema, await readJson(c));
     const id = userIdParam(c);
     const r = await runUserOp(deps, { kind: 'upsert', user: toUserInput(deps.catalog.snapshot, id, body) });
-    await leaderboardEntries(deps, r);
     return c.json(userResponse(deps.catalog.snapshot, r.profile), 200);
   });
 
