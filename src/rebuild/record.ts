@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
+import { bulkInsert } from '../db/bulk';
 import type { Snapshot } from '../catalog/snapshot';
-import { leaderboardUpdates, userStates } from '../db/schema';
+import type { leaderboardUpdates } from '../db/schema';
 import type { Deps } from '../deps';
 import { breakdownKeys, groupKey } from '../engine/leaderboards';
 import { runContaining } from '../engine/runs';
@@ -104,27 +105,38 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
     }
   }
   const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
-  for (let i = 0; i < rows.length; i += 500) {
-    await tx
-      .insert(userStates)
-      .values(rows.slice(i, i + 500))
-      .onConflictDoUpdate({
-        target: userStates.userId,
-        set: {
-          seq: sql`excluded.seq`,
-          streak: sql`${userStates.streak} || excluded.streak`,
-          counters: sql`${userStates.counters} || excluded.counters`,
-          indexes: sql`${userStates.indexes} || excluded.indexes`,
-          updated: sql`now()`,
-        },
-        // A batch older than what is stored (a claimed straggler) adds nothing.
-        setWhere: sql`excluded.seq > ${userStates.seq}`,
-      });
-  }
-  for (let i = 0; i < updates.length; i += 1000) {
-    await tx
-      .insert(leaderboardUpdates)
-      .values(updates.slice(i, i + 1000))
-      .onConflictDoNothing();
-  }
+  await bulkInsert(
+    tx,
+    'user_states',
+    [
+      { column: 'user_id', type: 'text', value: (r) => r.userId },
+      { column: 'seq', type: 'int8', value: (r) => r.seq },
+      { column: 'streak', type: 'jsonb', value: (r) => r.streak },
+      { column: 'counters', type: 'jsonb', value: (r) => r.counters },
+      { column: 'indexes', type: 'jsonb', value: (r) => r.indexes },
+    ],
+    rows,
+    // A batch older than what is stored (a claimed straggler) adds nothing.
+    sql`on conflict (user_id) do update set seq = excluded.seq,
+      streak = user_states.streak || excluded.streak, counters = user_states.counters || excluded.counters,
+      indexes = user_states.indexes || excluded.indexes, updated = now()
+      where excluded.seq > user_states.seq`,
+  );
+  await bulkInsert(
+    tx,
+    'leaderboard_updates',
+    [
+      { column: 'op_id', type: 'uuid', value: (u) => u.opId },
+      { column: 'leaderboard_id', type: 'uuid', value: (u) => u.leaderboardId },
+      { column: 'run_start', type: 'date', value: (u) => u.runStart },
+      { column: 'user_id', type: 'text', value: (u) => u.userId },
+      { column: 'seq', type: 'int8', value: (u) => u.seq },
+      { column: 'value', type: 'int8', value: (u) => u.value },
+      { column: 'group_key', type: 'text', value: (u) => u.groupKey },
+      { column: 'expires', type: 'int8', value: (u) => u.expires },
+      { column: 'ord', type: 'int8', value: (u) => u.ord },
+      { column: 'created', type: 'timestamptz', value: (u) => u.created },
+    ],
+    updates,
+  );
 }

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
+import { bulkInsert } from '../db/bulk';
 import type { Deps } from '../deps';
-import { achievementCompletions, events, pointsAwards, streakPeriods, users } from '../db/schema';
+import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds, type Frequency } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
@@ -179,56 +180,94 @@ export async function writeBatch(
   // Users an op referenced without changing their profile may not have a row yet only if their
   // creating record is in this batch or an earlier one, so rows are written users-first.
   await deps.db.transaction(async (tx) => {
-    const userValues = [...profiles.values()];
-    for (let i = 0; i < userValues.length; i += 500) {
-      await tx
-        .insert(users)
-        .values(userValues.slice(i, i + 500))
-        .onConflictDoUpdate({
-          target: users.id,
-          set: {
-            email: sql`excluded.email`,
-            name: sql`excluded.name`,
-            tz: sql`excluded.tz`,
-            attributes: sql`excluded.attributes`,
-            subscribeToEmails: sql`excluded.subscribe_to_emails`,
-            deviceTokens: sql`excluded.device_tokens`,
-            preferences: sql`excluded.preferences`,
-            updated: sql`greatest(${users.updated}, excluded.updated)`,
-          },
-          setWhere: sql`excluded.updated >= ${users.updated}`,
-        });
-    }
-    for (let i = 0; i < eventRows.length; i += 1000) {
-      await tx
-        .insert(events)
-        .values(eventRows.slice(i, i + 1000))
-        .onConflictDoNothing();
-    }
-    for (let i = 0; i < awardRows.length; i += 1000) {
-      await tx
-        .insert(pointsAwards)
-        .values(awardRows.slice(i, i + 1000))
-        .onConflictDoNothing();
-    }
-    if (completionRows.length)
-      await tx.insert(achievementCompletions).values(completionRows).onConflictDoNothing();
-    const periods = [...periodRows.values()];
-    for (let i = 0; i < periods.length; i += 1000) {
-      await tx
-        .insert(streakPeriods)
-        .values(periods.slice(i, i + 1000))
-        .onConflictDoUpdate({
-          target: [streakPeriods.userId, streakPeriods.periodStart],
-          set: {
-            length: sql`excluded.length`,
-            usedFreeze: sql`excluded.used_freeze`,
-            usedPause: sql`excluded.used_pause`,
-            epoch: sql`excluded.epoch`,
-            updated: sql`excluded.updated`,
-          },
-        });
-    }
+    await bulkInsert(
+      tx,
+      'users',
+      [
+        { column: 'id', type: 'text', value: (u) => u.id },
+        { column: 'email', type: 'text', value: (u) => u.email },
+        { column: 'name', type: 'text', value: (u) => u.name },
+        { column: 'tz', type: 'text', value: (u) => u.tz },
+        { column: 'attributes', type: 'jsonb', value: (u) => u.attributes },
+        { column: 'subscribe_to_emails', type: 'bool', value: (u) => u.subscribeToEmails },
+        { column: 'device_tokens', type: 'jsonb', value: (u) => u.deviceTokens },
+        { column: 'preferences', type: 'jsonb', value: (u) => u.preferences },
+        { column: 'created', type: 'timestamptz', value: (u) => u.created },
+        { column: 'updated', type: 'timestamptz', value: (u) => u.updated },
+      ],
+      [...profiles.values()],
+      sql`on conflict (id) do update set email = excluded.email, name = excluded.name, tz = excluded.tz,
+        attributes = excluded.attributes, subscribe_to_emails = excluded.subscribe_to_emails,
+        device_tokens = excluded.device_tokens, preferences = excluded.preferences,
+        updated = greatest(users.updated, excluded.updated)
+        where excluded.updated >= users.updated`,
+    );
+    await bulkInsert(
+      tx,
+      'events',
+      [
+        { column: 'id', type: 'uuid', value: (e) => e.id },
+        { column: 'user_id', type: 'text', value: (e) => e.userId },
+        { column: 'metric_id', type: 'uuid', value: (e) => e.metricId },
+        { column: 'value_micros', type: 'int8', value: (e) => e.valueMicros },
+        { column: 'attributes', type: 'jsonb', value: (e) => e.attributes },
+        { column: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
+        { column: 'local_date', type: 'date', value: (e) => e.localDate },
+        { column: 'tz', type: 'text', value: (e) => e.tz },
+        { column: 'created', type: 'timestamptz', value: (e) => e.created },
+        { column: 'seq', type: 'int8', value: (e) => e.seq },
+      ],
+      eventRows,
+    );
+    await bulkInsert(
+      tx,
+      'points_awards',
+      [
+        { column: 'id', type: 'uuid', value: (a) => a.id },
+        { column: 'event_id', type: 'uuid', value: (a) => a.eventId },
+        { column: 'user_id', type: 'text', value: (a) => a.userId },
+        { column: 'system_id', type: 'uuid', value: (a) => a.systemId },
+        { column: 'trigger_id', type: 'uuid', value: (a) => a.triggerId },
+        { column: 'awarded', type: 'int8', value: (a) => a.awarded },
+        { column: 'total', type: 'int8', value: (a) => a.total },
+        { column: 'boosts', type: 'jsonb', value: (a) => a.boosts },
+        { column: 'local_date', type: 'date', value: (a) => a.localDate },
+        { column: 'created', type: 'timestamptz', value: (a) => a.created },
+        { column: 'seq', type: 'int8', value: (a) => a.seq },
+        { column: 'pos', type: 'int4', value: (a) => a.pos },
+      ],
+      awardRows,
+    );
+    await bulkInsert(
+      tx,
+      'achievement_completions',
+      [
+        { column: 'id', type: 'uuid', value: (c) => c.id },
+        { column: 'user_id', type: 'text', value: (c) => c.userId },
+        { column: 'achievement_id', type: 'uuid', value: (c) => c.achievementId },
+        { column: 'achieved_at', type: 'timestamptz', value: (c) => c.achievedAt },
+        { column: 'event_id', type: 'uuid', value: (c) => c.eventId },
+      ],
+      completionRows,
+    );
+    await bulkInsert(
+      tx,
+      'streak_periods',
+      [
+        { column: 'user_id', type: 'text', value: (p) => p.userId },
+        { column: 'period_start', type: 'date', value: (p) => p.periodStart },
+        { column: 'period_end', type: 'date', value: (p) => p.periodEnd },
+        { column: 'length', type: 'int4', value: (p) => p.length },
+        { column: 'used_freeze', type: 'bool', value: (p) => p.usedFreeze },
+        { column: 'used_pause', type: 'bool', value: (p) => p.usedPause },
+        { column: 'epoch', type: 'int4', value: (p) => p.epoch },
+        { column: 'updated', type: 'timestamptz', value: (p) => p.updated },
+      ],
+      [...periodRows.values()],
+      sql`on conflict (user_id, period_start) do update set length = excluded.length,
+        used_freeze = excluded.used_freeze, used_pause = excluded.used_pause, epoch = excluded.epoch,
+        updated = excluded.updated`,
+    );
     await writeRebuildRows(tx, deps, entries);
     for (const hook of hooks) await hook(tx, entries, deps);
   });
