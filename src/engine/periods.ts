@@ -158,6 +158,23 @@ function zoneOffsetMs(instantMs: number, tz: string): number {
 
 /** Calendar date ('YYYY-MM-DD') at an instant in an IANA zone. */
 export function localDate(nowMs: number, tz: string): string {
+  // Hot path (every op): answer from the day window last seen in this zone when it still applies.
+  const win = dayWindows.get(tz);
+  if (win && nowMs >= win.from && nowMs < win.to) return win.date;
+  const date = rawLocalDate(nowMs, tz);
+  const from = instantOfLocalMidnight(date, tz);
+  const to = instantOfLocalMidnight(addDays(date, 1), tz);
+  if (nowMs >= from && nowMs < to) {
+    if (dayWindows.size >= MAX_CACHED_ZONES) dayWindows.clear();
+    dayWindows.set(tz, { date, from, to });
+  }
+  return date;
+}
+
+/** The local day last answered per zone, with its bounds [from, to). */
+const dayWindows = new Map<string, { date: string; from: number; to: number }>();
+
+function rawLocalDate(nowMs: number, tz: string): string {
   const w = wallClock(nowMs, tz);
   return formatDate(w.year, w.month, w.day);
 }
@@ -208,6 +225,20 @@ export function monthStart(date: string): string {
 
 /** Epoch ms of 00:00 local time on a date in tz; when midnight is skipped by DST, the date's first instant. */
 export function instantOfLocalMidnight(date: string, tz: string): number {
+  const key = `${tz}|${date}`;
+  let found = midnights.get(key);
+  if (found === undefined) {
+    found = computeLocalMidnight(date, tz);
+    if (midnights.size >= 10_000) midnights.clear();
+    midnights.set(key, found);
+  }
+  return found;
+}
+
+/** Memo of instantOfLocalMidnight (a pure function of its arguments). */
+const midnights = new Map<string, number>();
+
+function computeLocalMidnight(date: string, tz: string): number {
   const utcMidnight = dayIndex(date) * DAY_MS;
   // Offsets a day either side cover any transition near this midnight.
   const offsets = new Set([
@@ -226,7 +257,7 @@ export function instantOfLocalMidnight(date: string, tz: string): number {
   let onDate = utcMidnight - Math.min(...offsets);
   while (onDate - before > 1) {
     const mid = Math.floor((before + onDate) / 2);
-    if (localDate(mid, tz) < date) before = mid;
+    if (rawLocalDate(mid, tz) < date) before = mid;
     else onDate = mid;
   }
   return onDate;
