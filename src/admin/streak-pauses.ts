@@ -11,7 +11,7 @@ export const AdminStreakPauseSchema = z
   .openapi('AdminStreakPause');
 
 export const StreakPauseCreateSchema = z
-  .object({ userId: z.string().min(1), start: dateSchema, end: dateSchema })
+  .object({ userId: z.string().min(1).max(255), start: dateSchema, end: dateSchema })
   .openapi('AdminStreakPauseCreate');
 
 /** A pause covers at most this many days, both ends included. */

@@ -43,16 +43,25 @@ export async function readJson(c: Context): Promise<unknown> {
   } catch {
     throw badRequest('Request body is not valid UTF-8');
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw badRequest('Request body is not valid JSON');
   }
+  // Postgres text cannot hold U+0000: refuse it up front rather than fail when history is written.
+  if (ESCAPED_NUL.test(text)) throw unprocessable('Strings must not contain the NUL character (\\u0000)');
+  return parsed;
 }
+
+/** A `\u0000` escape in JSON text (preceded by an even number of backslashes, so not `\\u0000`). */
+const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
 
 /** Query parameters as the SDK sends them: every value of a key, decoded. */
 export function queryAll(c: Context, name: string): string[] {
-  return c.req.queries(name) ?? [];
+  const all = c.req.queries(name) ?? [];
+  if (all.some((v) => v.includes('\0'))) throw unprocessable(`${name} must not contain the NUL character`);
+  return all;
 }
 
 /** A scalar query parameter: given more than once → 422. */
@@ -110,6 +119,7 @@ export function queryDate(c: Context, name: string): string | undefined {
 export function userIdParam(c: Context): string {
   const id = c.req.param('id') ?? '';
   if (id.length < 1 || id.length > 255) throw unprocessable('User id must be 1 to 255 characters');
+  if (id.includes('\0')) throw unprocessable('User id must not contain the NUL character');
   return id;
 }
 

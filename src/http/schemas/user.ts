@@ -4,10 +4,15 @@ import { isValidTimeZone } from '../../engine/periods';
 import { invalidAttributeKeys, unprocessable } from '../../errors';
 import { z } from '../../zod';
 
-const attributeMap = z.record(
-  z.string(),
-  z.string().max(255, 'attribute values must be at most 255 characters'),
-);
+/** Attribute maps of a user or an event: at most 100 keys of at most 100 characters (configured keys never are longer). */
+export const MAX_ATTRIBUTES = 100;
+const attributeMap = z
+  .record(z.string(), z.string().max(255, 'attribute values must be at most 255 characters'))
+  .refine((m) => Object.keys(m).length <= MAX_ATTRIBUTES, `must have at most ${MAX_ATTRIBUTES} attributes`)
+  .refine(
+    (m) => Object.keys(m).every((k) => k.length <= 100),
+    'attribute keys must be at most 100 characters',
+  );
 
 /** UpdatedUser (application-api §7.2): null in any field means "not provided". */
 export const UpdatedUserSchema = z
