@@ -296,6 +296,11 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       result.boards.length ? applyBoardUpdates(deps, result) : Promise.resolve([]),
     ]);
     result.boardMoves = moves;
+    if (moves.length) {
+      // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
+      const applied = Object.fromEntries(moves.map((m) => [m.board.id, String(result.seq)]));
+      deps.redis.hset(keys.applied, applied).catch(() => {});
+    }
     return result;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');

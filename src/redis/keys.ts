@@ -50,6 +50,8 @@ export class Keys {
       /** Recent awards of one system (JSON, newest first, capped). */
       awards: (systemId: string) => `${base}:awards:${systemId}`,
       outbox: this.outbox(shard),
+      /** boardId -> seq of the latest op whose board move the API applied (lets the writer skip repairs). */
+      applied: `${base}:applied`,
       /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
       op: (opId: string) => `${base}:op:${opId}`,
     };

@@ -275,16 +275,22 @@ export async function writeBatch(
 }
 
 /**
- * Re-applies each record's leaderboard values. The board script ignores an update whose seq it has
- * already seen, so this is a no-op unless a process died between the user script and the board calls.
+ * Re-applies the leaderboard values of records whose board moves the API did not confirm (a process
+ * that died between the user script and the board calls). The board script ignores an update whose
+ * seq it has already seen, so a redundant repair changes nothing.
  */
 async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> {
   const withBoards = entries.filter((e) => e.record.boards.length > 0);
   for (let i = 0; i < withBoards.length; i += 50) {
     await Promise.all(
-      withBoards.slice(i, i + 50).map(({ record: r }) =>
-        applyBoardUpdates(deps, {
-          boards: r.boards,
+      withBoards.slice(i, i + 50).map(async ({ record: r }) => {
+        // The API notes which boards it moved for which op; only the rest needs the repair.
+        const ids = r.boards.map((b) => b.id);
+        const seen = await deps.redis.hmget(deps.keys.user(r.user).applied, ...ids);
+        const missing = r.boards.filter((_, k) => Number(seen[k] ?? -1) < r.seq);
+        if (missing.length === 0) return;
+        await applyBoardUpdates(deps, {
+          boards: missing,
           localDate: r.date,
           breakdown: r.battrs ?? {},
           seq: r.seq,
@@ -292,8 +298,8 @@ async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> 
           tz: r.tz,
           streak: { ...r.streak, extended: false, freezes: r.streak.freezes ?? 0 },
           profile: { id: r.user },
-        } as unknown as UserOpResult),
-      ),
+        } as unknown as UserOpResult);
+      }),
     );
   }
 }
