@@ -604,7 +604,8 @@ local reply = cjson.encode({
   streak = streakOut,
   boards = boards,
   battrs = battrs,
-  profile = prof,
+  -- Events do not need the profile back (it is most of the reply otherwise).
+  profile = op ~= 'event' and prof or nil,
 })
 redis.call('SET', K_OP, reply, 'PX', 10000)
 return reply

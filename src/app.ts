@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
@@ -34,7 +34,14 @@ export function createApp(deps: Deps) {
   });
   app.notFound((c) => c.json({ error: 'Not found' }, 404));
 
-  const limit = (maxSize: number) =>
+  const limit = (maxSize: number): MiddlewareHandler<AppEnv> => {
+    const check = hostedLimit(maxSize);
+    return async (c, next) => {
+      c.set('bodyLimit', maxSize);
+      return check(c, next);
+    };
+  };
+  const hostedLimit = (maxSize: number) =>
     bodyLimit({
       maxSize,
       onError: () => {

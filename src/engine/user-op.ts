@@ -85,7 +85,9 @@ export interface UserOpResult {
   streak: LuaStreak;
   boards: Array<{ id: string; run: string; value: string }>;
   breakdown: Record<string, string>;
+  /** The user's stored profile after the op (not returned for events, which do not need it). */
   profile: Record<string, string>;
+  userId: string;
   /** The time context the op was evaluated in. */
   tz: string;
   localDate: string;
@@ -269,6 +271,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
         boards: [],
         breakdown: {},
         profile: {},
+        userId: op.user.id,
       };
     }
     const result: UserOpResult = {
@@ -285,7 +288,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
       boards: asArray(reply.boards),
       breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,
-      profile: reply.profile,
+      profile: Array.isArray(reply.profile) ? {} : (reply.profile ?? {}),
+      userId: op.user.id,
     };
     if (reply.already) result.already = JSON.parse(reply.already);
     if (typeof reply.granted === 'number') result.granted = reply.granted;
@@ -348,7 +352,7 @@ function scriptError(code: string): AppError {
 async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
   const g = deps.keys.global;
   const pipe = deps.redis.pipeline();
-  const userId = r.profile.id ?? '';
+  const userId = r.userId;
   if (r.created) {
     pipe.incr(g.userCount);
     pipe.zadd(g.userIds, 'NX', r.now, userId);

@@ -5,5 +5,7 @@ export type AppEnv = {
   Variables: {
     requestId: string;
     apiKey: ApiKeyRow;
+    /** Largest accepted body of this route group (set with the body-limit middleware). */
+    bodyLimit: number;
   };
 };

@@ -17,6 +17,26 @@ import type { LuaAward, LuaStreak } from '../engine/user-op';
 
 export const isoMs = (ms: number) => new Date(ms).toISOString();
 
+const memos = new WeakMap<Snapshot, Map<string, unknown>>();
+
+/**
+ * A response fragment derived only from configuration, built once per snapshot (the hot path sends
+ * the same trigger, achievement and board objects over and over). Callers must not mutate it.
+ */
+export function memo<T>(snap: Snapshot, key: string, build: () => T): T {
+  let m = memos.get(snap);
+  if (!m) {
+    m = new Map();
+    memos.set(snap, m);
+  }
+  let v = m.get(key) as T | undefined;
+  if (v === undefined) {
+    v = build();
+    m.set(key, v);
+  }
+  return v;
+}
+
 export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
   return filters.map((f) => ({
     key: snap.attributesById.get(f.attributeId)?.key ?? '',
@@ -26,6 +46,12 @@ export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
 
 /** AchievementResponse (+ achievedAt when given). */
 export function achievementResponse(snap: Snapshot, a: AchievementRow, achievedAt?: number | null) {
+  const base = memo(snap, `a:${a.id}`, () => achievementBase(snap, a));
+  if (achievedAt === undefined) return base;
+  return { ...base, achievedAt: achievedAt === null ? null : isoMs(achievedAt) };
+}
+
+function achievementBase(snap: Snapshot, a: AchievementRow): Record<string, unknown> {
   const out: Record<string, unknown> = {
     id: a.id,
     name: a.name,
@@ -46,12 +72,15 @@ export function achievementResponse(snap: Snapshot, a: AchievementRow, achievedA
   }
   if (a.trigger === 'streak') out.streakLength = a.streakLength;
   if (a.trigger === 'achievement') out.achievementIds = a.achievementIds;
-  if (achievedAt !== undefined) out.achievedAt = achievedAt === null ? null : isoMs(achievedAt);
   return out;
 }
 
 /** PointsTrigger; deleted triggers show as archived. */
 export function triggerResponse(snap: Snapshot, t: TriggerRow) {
+  return memo(snap, `t:${t.id}`, () => buildTrigger(snap, t));
+}
+
+function buildTrigger(snap: Snapshot, t: TriggerRow) {
   const out: Record<string, unknown> = {
     id: t.id,
     type: t.type,

@@ -297,7 +297,7 @@ async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> 
           now: r.now,
           tz: r.tz,
           streak: { ...r.streak, extended: false, freezes: r.streak.freezes ?? 0 },
-          profile: { id: r.user },
+          userId: r.user,
         } as unknown as UserOpResult);
       }),
     );

@@ -15,10 +15,15 @@ import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
+import { memo } from '../../presenters';
 import { queryAttributeFilter, queryDate, queryInt, queryOne } from '../../validate';
 
 /** LeaderboardResponse fields (application-api §7.9). */
 export function leaderboardBase(snap: Snapshot, b: LeaderboardRow) {
+  return memo(snap, `lb:${b.id}`, () => buildLeaderboardBase(snap, b));
+}
+
+function buildLeaderboardBase(snap: Snapshot, b: LeaderboardRow) {
   const keys = breakdownKeys(snap, b);
   const metric = b.metricId ? snap.metricsById.get(b.metricId) : undefined;
   const system = b.pointsSystemId ? snap.systemsById.get(b.pointsSystemId) : undefined;
