@@ -13,6 +13,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
+import { startRedisCluster } from '../test/helpers/redis-cluster';
 import { generateApiKey } from '../src/api-keys';
 import { http, parseBody } from './lib/http';
 import { type LoadSettings, type Measurement, measure, round, type Scenario } from './lib/load';
@@ -45,23 +46,39 @@ interface Targets {
 }
 
 async function startLaurel(opts: BenchOptions, env: NodeJS.ProcessEnv): Promise<Targets> {
-  if (opts.mode !== 'single') {
-    // cluster: Laurel on REDIS_CLUSTER_NODES; two-api: two ROLE=api instances plus one ROLE=worker,
-    // both origins in the list (autocannon spreads connections over them round-robin).
-    throw new Error(`BENCH_MODE=${opts.mode} is not implemented yet; only 'single' is`);
-  }
-  const port = await freePort();
   const nodeArgs = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}profiles`] : [];
-  const server = startChild(
-    'laurel',
-    [...nodeArgs, '--import', 'tsx', 'src/main.ts'],
-    { ...env, PORT: String(port) },
-    ROOT,
-  );
-  const origin = `http://127.0.0.1:${port}`;
-  await waitReady(server, `${origin}/readyz`);
-  return { origins: [origin], servers: [server] };
+  const start = async (name: string, extra: NodeJS.ProcessEnv) => {
+    const port = await freePort();
+    const child = startChild(
+      name,
+      [...nodeArgs, '--import', 'tsx', 'src/main.ts'],
+      { ...env, ...extra, PORT: String(port) },
+      ROOT,
+    );
+    const origin = `http://127.0.0.1:${port}`;
+    await waitReady(child, `${origin}/readyz`);
+    return { child, origin };
+  };
+  if (opts.mode === 'two-api') {
+    // Two stateless API processes (connections spread over both) and one worker process.
+    const a = await start('laurel', { ROLE: 'api' });
+    const b = await start('laurel-2', { ROLE: 'api' });
+    const w = await start('laurel-worker', { ROLE: 'worker' });
+    return { origins: [a.origin, b.origin], servers: [a.child, b.child, w.child] };
+  }
+  if (opts.mode === 'cluster') {
+    // One Laurel on a throwaway 3-master Redis Cluster (the baseline stays on the single Redis).
+    const cluster = await startRedisCluster();
+    clusterStops.push(() => cluster.stop());
+    const one = await start('laurel', { REDIS_CLUSTER_NODES: cluster.nodes });
+    return { origins: [one.origin], servers: [one.child] };
+  }
+  const one = await start('laurel', {});
+  return { origins: [one.origin], servers: [one.child] };
 }
+
+/** Throwaway Redis Clusters started by `--mode cluster`, stopped at cleanup. */
+const clusterStops: Array<() => Promise<void>> = [];
 
 /**
  * On a fresh database the server inserts ADMIN_API_KEY after its configuration cache has loaded and
@@ -122,6 +139,7 @@ async function main() {
     // Requests autocannon abandoned at the end of the last scenario may still be running in the server.
     await new Promise((r) => setTimeout(r, 1000));
     await stopAllChildren();
+    for (const stop of clusterStops) await stop().catch(() => {});
     try {
       const n = await deletePrefix(redis, prefix);
       console.error(`cleanup: unlinked ${n} keys under ${prefix}:`);
