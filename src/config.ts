@@ -19,6 +19,8 @@ export const envSchema = z.object({
   PORT: intFromEnv(3000, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
   ROLE: z.enum(['all', 'api', 'worker']).default('all'),
+  /** API processes sharing the port (Node's cluster module); the primary runs the workers. */
+  API_PROCESSES: intFromEnv(1, 1, 64),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: z
     .string()

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { serve } from '@hono/node-server';
 import { ensureAdminKey } from './admin/bootstrap';
 import { createApp } from './app';
@@ -14,7 +15,10 @@ try {
   process.exit(1);
 }
 
-if (config.MIGRATE_ON_START) await runMigrations(config.DATABASE_URL);
+// Several API processes behind one port: the primary forks them (each a ROLE=api process sharing
+// the listening socket) and runs the background workers itself unless ROLE=api.
+const forkApis = config.API_PROCESSES > 1 && config.ROLE !== 'worker' && cluster.isPrimary;
+if (config.MIGRATE_ON_START && cluster.isPrimary) await runMigrations(config.DATABASE_URL);
 const deps = await createDeps(config);
 const generated = await ensureAdminKey(deps.db, config.ADMIN_API_KEY);
 // The catalog was loaded before the key existed: load it again (and tell the other processes).
@@ -24,9 +28,18 @@ if (generated) {
   console.log(`\n  Laurel admin API key (shown once, store it now):\n\n    ${generated}\n`);
 }
 
-const workers = config.ROLE === 'api' ? null : startWorkers(deps);
+if (forkApis) {
+  for (let i = 0; i < config.API_PROCESSES; i++) cluster.fork({ ROLE: 'api', MIGRATE_ON_START: 'false' });
+  cluster.on('exit', (worker, code) => {
+    if (!stopping) {
+      deps.logger.error({ pid: worker.process.pid, code }, 'API process exited; starting another');
+      cluster.fork({ ROLE: 'api', MIGRATE_ON_START: 'false' });
+    }
+  });
+}
+const workers = config.ROLE === 'api' || !cluster.isPrimary ? null : startWorkers(deps);
 const server =
-  config.ROLE === 'worker'
+  config.ROLE === 'worker' || forkApis
     ? null
     : serve({ fetch: createApp(deps).fetch, port: config.PORT, hostname: config.HOST }, (info) =>
         deps.logger.info({ port: info.port, role: config.ROLE }, 'laurel listening'),
@@ -48,6 +61,12 @@ async function shutdown(signal: string) {
     }, 50);
     await closed;
     clearInterval(sweep);
+  }
+  if (forkApis) {
+    // Each API process finishes its in-flight requests on SIGTERM.
+    const apis = Object.values(cluster.workers ?? {});
+    for (const w of apis) w?.process.kill('SIGTERM');
+    await Promise.all(apis.map((w) => (w && !w.isDead() ? new Promise((r) => w.once('exit', r)) : null)));
   }
   if (workers) await workers.stop();
   await closeDeps(deps);

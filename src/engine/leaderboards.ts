@@ -1,4 +1,5 @@
 import { and, asc, eq } from 'drizzle-orm';
+import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
@@ -321,4 +322,31 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
     written += ranked.length;
   }
   return written;
+}
+
+/** Display names of ranked users, cached briefly (a top-100 read would otherwise look up 100 profiles). */
+const nameCache = new LRUCache<string, { name: string | null }>({ max: 100_000, ttl: 5000 });
+
+/** Called by user ops that set a name, so this process never serves its own stale name. */
+export function rememberUserName(userId: string, name: string): void {
+  nameCache.set(userId, { name });
+}
+
+export async function userNames(deps: Deps, ids: string[]): Promise<Array<string | null>> {
+  const out: Array<string | null> = new Array(ids.length).fill(null);
+  const missing: number[] = [];
+  ids.forEach((id, i) => {
+    const hit = nameCache.get(id);
+    if (hit) out[i] = hit.name;
+    else missing.push(i);
+  });
+  // One command per user: their profiles live in different slots (no cross-slot pipeline on Cluster).
+  const fetched = await Promise.all(
+    missing.map((i) => deps.redis.hget(deps.keys.user(ids[i]!).profile, 'name')),
+  );
+  missing.forEach((i, k) => {
+    out[i] = fetched[k] ?? null;
+    nameCache.set(ids[i]!, { name: out[i] ?? null });
+  });
+  return out;
 }

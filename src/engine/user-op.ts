@@ -7,7 +7,7 @@ import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
 import { addDays, dayIndex, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
-import { applyBoardUpdates, type BoardMove } from './leaderboards';
+import { applyBoardUpdates, type BoardMove, rememberUserName } from './leaderboards';
 import { planFor, type Plan } from './plan';
 import { streakExpiry } from './streak-expiry';
 import { runContaining, runFinalizationMs } from './runs';
@@ -274,6 +274,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
         userId: op.user.id,
       };
     }
+    // A replay stored nothing, so only a processed op may refresh the cached display name.
+    if (op.user.name !== undefined) rememberUserName(op.user.id, op.user.name);
     const result: UserOpResult = {
       ...ctx,
       eventId: reply.eventId,

@@ -8,6 +8,7 @@ import {
   rankingsWindow,
   runForRead,
   userHistory,
+  userNames,
   userStanding,
 } from '../../../engine/leaderboards';
 import { localDate } from '../../../engine/periods';
@@ -64,11 +65,6 @@ function groupFromFilter(snap: Snapshot, b: LeaderboardRow, pairs: Array<[string
     throw unprocessable(`userAttributes must give a value for each breakdown attribute: ${keys.join(', ')}`);
   }
   return groupKey(keys.map((k) => given.get(k)!));
-}
-
-async function userNames(deps: Deps, ids: string[]): Promise<Array<string | null>> {
-  // One command per user: their profiles live in different slots (no cross-slot pipeline on Cluster).
-  return Promise.all(ids.map((id) => deps.redis.hget(deps.keys.user(id).profile, 'name')));
 }
 
 export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
