@@ -1,10 +1,10 @@
-import { Hono, type MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
+import { Hono } from 'hono';
 import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
 import type { AppEnv } from './http/env';
 import { requireApiKey } from './http/middleware/auth';
+import { bodyLimit } from './http/middleware/body-limit';
 import { browserGuard } from './http/middleware/browser-guard';
 import { rateLimit } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
@@ -34,21 +34,6 @@ export function createApp(deps: Deps) {
   });
   app.notFound((c) => c.json({ error: 'Not found' }, 404));
 
-  const limit = (maxSize: number): MiddlewareHandler<AppEnv> => {
-    const check = hostedLimit(maxSize);
-    return async (c, next) => {
-      c.set('bodyLimit', maxSize);
-      return check(c, next);
-    };
-  };
-  const hostedLimit = (maxSize: number) =>
-    bodyLimit({
-      maxSize,
-      onError: () => {
-        throw new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${maxSize} bytes`);
-      },
-    });
-
   app.route(
     '/',
     systemRoutes(deps, () => openApiDocument),
@@ -57,12 +42,12 @@ export function createApp(deps: Deps) {
   // Order of checks (application-api §5.3): 413, browser refusal, 401, 429, then routing.
   const guard = browserGuard(deps);
   const limited = rateLimit(deps);
-  const app1 = limit(deps.config.BODY_LIMIT_BYTES);
+  const app1 = bodyLimit(deps.config.BODY_LIMIT_BYTES);
   app.use('/v1/*', app1, guard, requireApiKey(deps, 'application'), limited);
   app.use('/api/*', app1, guard, requireApiKey(deps, 'application'), limited);
   app.use(
     '/admin/v1/*',
-    limit(deps.config.ADMIN_BODY_LIMIT_BYTES),
+    bodyLimit(deps.config.ADMIN_BODY_LIMIT_BYTES),
     guard,
     requireApiKey(deps, 'admin'),
     limited,

@@ -7,5 +7,7 @@ export type AppEnv = {
     apiKey: ApiKeyRow;
     /** Largest accepted body of this route group (set with the body-limit middleware). */
     bodyLimit: number;
+    /** The body, when the body-limit middleware had to read it (no Content-Length). */
+    rawBody: Uint8Array;
   };
 };

@@ -1,7 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import type { z } from 'zod';
-import { AppError, badRequest, unprocessable } from '../errors';
+import { type AppError, badRequest, unprocessable } from '../errors';
+import { readBody } from './middleware/body-limit';
 
 const STRUCTURAL = new Set(['invalid_type', 'invalid_union', 'unrecognized_keys']);
 
@@ -33,26 +33,6 @@ export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.outp
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * The raw body. Behind @hono/node-server it is read straight from Node's request stream (building a
- * WHATWG Request for it costs more than the rest of an event's parsing); elsewhere through Hono.
- * The size limit is enforced here too, for bodies sent without Content-Length.
- */
-async function readBody(c: Context): Promise<Uint8Array> {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  const limit = c.get('bodyLimit') as number | undefined;
-  if (!incoming || incoming.readableDidRead || limit === undefined)
-    return new Uint8Array(await c.req.arrayBuffer());
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of incoming as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-}
 
 /** Reads the JSON body: empty, invalid UTF-8 or invalid JSON → 400. */
 export async function readJson(c: Context): Promise<unknown> {
