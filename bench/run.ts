@@ -63,8 +63,14 @@ async function startLaurel(opts: BenchOptions, env: NodeJS.ProcessEnv): Promise<
     // Two stateless API processes (connections spread over both) and one worker process.
     const a = await start('laurel', { ROLE: 'api' });
     const b = await start('laurel-2', { ROLE: 'api' });
-    const w = await start('laurel-worker', { ROLE: 'worker' });
-    return { origins: [a.origin, b.origin], servers: [a.child, b.child, w.child] };
+    // The worker serves no HTTP: nothing to wait for.
+    const w = startChild(
+      'laurel-worker',
+      [...nodeArgs, '--import', 'tsx', 'src/main.ts'],
+      { ...env, ROLE: 'worker' },
+      ROOT,
+    );
+    return { origins: [a.origin, b.origin], servers: [a.child, b.child, w] };
   }
   if (opts.mode === 'cluster') {
     // One Laurel on a throwaway 3-master Redis Cluster (the baseline stays on the single Redis).
