@@ -52,10 +52,36 @@ export async function readJson(c: Context): Promise<unknown> {
   }
   // Postgres text cannot hold U+0000: refuse it up front rather than fail when history is written.
   if (ESCAPED_NUL.test(text)) throw unprocessable('Strings must not contain the NUL character (\\u0000)');
+  // Lone UTF-16 surrogates can only arrive escaped (the decoder above is strict); neither Postgres
+  // nor UTF-8 can hold them, so a body that has any is refused.
+  if (ESCAPED_SURROGATE.test(text) && !wellFormed(parsed)) {
+    throw unprocessable('Strings must be valid Unicode (no lone surrogates)');
+  }
   return parsed;
 }
 
 /** A `\u0000` escape in JSON text (preceded by an even number of backslashes, so not `\\u0000`). */
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+
+/** Whether every string (keys too) in a parsed JSON value is well-formed UTF-16; iterative (any depth). */
+function wellFormed(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (!v.isWellFormed()) return false;
+    } else if (Array.isArray(v)) {
+      for (const x of v) stack.push(x);
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (!k.isWellFormed()) return false;
+        stack.push(x);
+      }
+    }
+  }
+  return true;
+}
+
 const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
 
 /** Query parameters as the SDK sends them: every value of a key, decoded. */
