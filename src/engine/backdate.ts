@@ -5,6 +5,7 @@ import type { Deps } from '../deps';
 import { toMicros } from './decimal';
 import { localDate, periodIndex } from './periods';
 import { runUserOp } from './user-op';
+import { crossSlotPipeline } from '../redis/batch';
 
 // Backdating (semantics §3.4): when an achievement becomes active or an active achievement's
 // requirement changes, every existing user who already satisfies it is completed in the background.
@@ -104,7 +105,7 @@ interface UserFacts {
 
 /** The stored facts a requirement check needs, for a batch of users (one pipeline); per-user errors. */
 async function loadFacts(deps: Deps, a: AchievementRow, ids: string[]): Promise<Array<UserFacts | Error>> {
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   for (const id of ids) {
     const k = deps.keys.user(id);
     pipe.hmget(k.profile, 'created', 'tz');

@@ -5,11 +5,12 @@ import type { Deps } from '../deps';
 import { histogramRanges } from './stats';
 import { asArray, type LuaAward } from './user-op';
 import { perUserPipelines } from './user-reads';
+import { crossSlotPipeline } from '../redis/batch';
 
 /** A user's total and most recent `count` awards (newest first) in a system. One round trip. */
 export async function userPoints(deps: Deps, userId: string, systemId: string, count: number) {
   const k = deps.keys.user(userId);
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   pipe.hget(k.points, systemId);
   pipe.lrange(k.awards(systemId), 0, count - 1);
   const res = (await pipe.exec()) ?? [];
@@ -45,7 +46,7 @@ export async function pointsHistogram(
   if (!filter) {
     const top = await deps.redis.zrevrange(zkey, 0, 0, 'WITHSCORES');
     const ranges = histogramRanges(top[1] ? Number(top[1]) : 0);
-    const pipe = deps.redis.pipeline();
+    const pipe = crossSlotPipeline(deps.redis);
     for (const r of ranges) pipe.zcount(zkey, r.from, r.to);
     const res = (await pipe.exec()) ?? [];
     for (const [err] of res) if (err) throw err;
@@ -74,7 +75,7 @@ export async function pointsHistogram(
 /** Users currently at each level of a system, ascending by threshold (semantics §7.3). */
 export async function levelSummary(deps: Deps, sys: PointsSystemConfig) {
   const zkey = deps.keys.global.pointsTotals(sys.id);
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   sys.levels.forEach((l, i) => {
     const next = sys.levels[i + 1];
     pipe.zcount(zkey, l.points, next ? `(${next.points}` : '+inf');

@@ -16,6 +16,7 @@ import {
   parseDate,
 } from './periods';
 import { runByIndex, runContaining } from './runs';
+import { crossSlotPipeline } from '../redis/batch';
 
 export interface WrappedFigures {
   name: string;
@@ -213,7 +214,7 @@ async function boardHistories(deps: Deps, userId: string, lo: string, hi: string
       }
       if (runs.length === 0) return;
       const keys = deps.keys.board(board.id);
-      const pipe = deps.redis.pipeline();
+      const pipe = crossSlotPipeline(deps.redis);
       for (const run of runs) pipe.lrange(keys.history(run.start, userId), 0, -1);
       const res = (await pipe.exec()) ?? [];
       runs.forEach((run, i) => {

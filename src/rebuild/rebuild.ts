@@ -22,6 +22,7 @@ import {
   type RebuildContext,
   type UserState,
 } from './state';
+import { crossSlotPipeline } from '../redis/batch';
 
 export interface RebuildOptions {
   /** Users per batch (default 200). */
@@ -62,7 +63,7 @@ const flat = (h: Record<string, string>) => Object.entries(h).flat();
 
 /** Writes one batch of users: every key of the user is replaced as a whole. */
 async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]): Promise<number> {
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   let keys = 0;
   for (const s of states) {
     for (const key of userKeyNames(ctx, s)) pipe.unlink(key);
@@ -100,7 +101,7 @@ async function execOrThrow(pipe: ReturnType<RedisClient['pipeline']>): Promise<v
 async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Promise<number> {
   const k = deps.keys.global;
   const userIdsKey = (k as unknown as Record<string, unknown>).userIds;
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   const all = [
     k.userCount,
     k.achievementCompletions,
@@ -164,7 +165,7 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
   const bk = deps.keys.board(boardId);
   const rows = await boardUpdates(deps, boardId);
   for (let i = 0; i < rows.length; i += 500) {
-    const pipe = deps.redis.pipeline();
+    const pipe = crossSlotPipeline(deps.redis);
     for (const u of rows.slice(i, i + 500)) {
       pipe.updateBoard(
         4,

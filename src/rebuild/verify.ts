@@ -15,6 +15,7 @@ import {
 } from './state';
 import { leaderboardUpdates } from '../db/schema';
 import { and, asc, inArray, isNotNull } from 'drizzle-orm';
+import { crossSlotPipeline } from '../redis/batch';
 
 export interface Difference {
   userId: string | null;
@@ -75,7 +76,7 @@ export async function verifyState(deps: Deps, opts: VerifyOptions = {}): Promise
     await verifyUsers(deps, ctx, states, diffs);
     // Global index entries of these users.
     const expected = globalEntries(ctx, states);
-    const pipe = deps.redis.pipeline();
+    const pipe = crossSlotPipeline(deps.redis);
     for (const s of states) {
       for (const sys of ctx.systems) pipe.zscore(g.pointsTotals(sys.id), s.userId);
       pipe.zscore(g.streakActive, s.userId);
@@ -124,7 +125,7 @@ async function verifyUsers(
   states: UserState[],
   diffs: Difference[],
 ): Promise<void> {
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   for (const s of states) {
     for (const key of userKeyNames(ctx, s).slice(0, 8)) pipe.hgetall(key);
     for (const sys of ctx.systems) pipe.lrange(s.keys.awards(sys.id), 0, -1);
@@ -200,10 +201,10 @@ async function verifyBoards(
     if (!group.has(k)) group.set(k, r.groupKey!);
   }
   const entries = [...latest.entries()];
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   for (const [, r] of entries) pipe.hget(deps.keys.board(r.leaderboardId).members(r.runStart), r.userId);
   const metas = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
-  const zpipe = deps.redis.pipeline();
+  const zpipe = crossSlotPipeline(deps.redis);
   const checks: Array<{ r: (typeof rows)[number]; member: string; key: string; g: string }> = [];
   entries.forEach(([k, r], i) => {
     const meta = metas[i];

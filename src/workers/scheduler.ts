@@ -38,6 +38,7 @@ import {
   webhookEventId,
   withNames,
 } from './webhook-events';
+import { crossSlotPipeline } from '../redis/batch';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -79,7 +80,7 @@ export const scheduleHook: RecordHook = async (_tx, entries: OutboxEntry[], deps
   const triggers = activeTimeTriggers(snap);
   const earn = autoEarn(snap);
   const streakOn = snap.streak.enabled && snap.streak.conditions.length > 0;
-  const pipe = deps.redis.pipeline();
+  const pipe = crossSlotPipeline(deps.redis);
   for (const { record: r } of entries) {
     if (r.created) {
       for (const t of triggers) {
@@ -235,7 +236,7 @@ export class Scheduler {
           .orderBy(asc(users.id))
           .limit(1000);
         if (!rows.length) break;
-        const pipe = this.deps.redis.pipeline();
+        const pipe = crossSlotPipeline(this.deps.redis);
         for (const u of rows) {
           const [score, member] = job.add(u.id, u.created.getTime());
           pipe.zadd(key, 'NX', score, member);
@@ -556,7 +557,7 @@ export class Scheduler {
         const now = this.deps.clock.now();
         const members = [...groups];
         const last = await this.deps.redis.hmget(k.done, ...members.map((m) => `lbc|${m}`));
-        const pipe = this.deps.redis.pipeline();
+        const pipe = crossSlotPipeline(this.deps.redis);
         for (const [i, m] of members.entries()) {
           pipe.hincrby(k.done, `lbd|${m}`, 1);
           pipe.zadd(k.boardChanged, 'NX', Math.max(now, Number(last[i] ?? 0) + 60_000), m);
