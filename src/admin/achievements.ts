@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { AchievementRow } from '../catalog/snapshot';
 import { achievements, pointsSystems, pointsTriggers, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
@@ -6,18 +6,20 @@ import { backdateAchievement } from '../engine/backdate';
 import type { BulkResource } from '../http/routes/admin/bulk';
 import { z } from '../zod';
 import {
+  parseItem,
   badgeSchema,
   checkFilters,
   descriptionSchema,
   duplicateKey,
   filterListSchema,
-  ItemIssue,
+  findLive,
   iso,
   isUniqueViolation,
+  ItemIssue,
   keySchema,
+  listLive,
   nameSchema,
   newId,
-  parseItem,
   rejectNulls,
   showFilters,
 } from './common';
@@ -158,10 +160,7 @@ async function withCompletions(deps: Deps, rows: AchievementRow[]): Promise<Show
 }
 
 async function findAchievement(deps: Deps, id: string): Promise<AchievementRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(achievements)
-    .where(and(eq(achievements.id, id), isNull(achievements.deletedAt)));
+  const row = await findLive(deps, achievements, id);
   return row;
 }
 
@@ -260,13 +259,7 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
   name: 'achievement',
   schemas: { resource: AdminAchievementSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(achievements)
-      .where(isNull(achievements.deletedAt))
-      .orderBy(asc(achievements.created), asc(achievements.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, achievements, { limit, skip });
     return withCompletions(deps, rows);
   },
   async get(deps, id) {

@@ -1,17 +1,19 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { AttributeRow, Snapshot } from '../catalog/snapshot';
 import { attributes, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from '../http/routes/admin/bulk';
 import { z } from '../zod';
 import {
-  ItemIssue,
+  parseItem,
+  findLive,
   iso,
   isUniqueViolation,
+  ItemIssue,
   keySchema,
+  listLive,
   nameSchema,
   newId,
-  parseItem,
   rejectChanges,
   rejectNulls,
 } from './common';
@@ -55,10 +57,7 @@ function attributeInUse(snap: Snapshot, id: string): boolean {
 }
 
 async function findAttribute(deps: Deps, id: string): Promise<AttributeRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(attributes)
-    .where(and(eq(attributes.id, id), isNull(attributes.deletedAt)));
+  const row = await findLive(deps, attributes, id);
   return row;
 }
 
@@ -66,13 +65,7 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
   name: 'attribute',
   schemas: { resource: AdminAttributeSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(attributes)
-      .where(isNull(attributes.deletedAt))
-      .orderBy(asc(attributes.created), asc(attributes.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, attributes, { limit, skip });
     return rows.map(showAttribute);
   },
   async get(deps, id) {

@@ -1,3 +1,6 @@
+import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Deps } from '../deps';
 import { randomBytes, randomInt } from 'node:crypto';
 import { z } from '../zod';
 import type { Snapshot } from '../catalog/snapshot';
@@ -170,4 +173,35 @@ export function rejectChanges(
   for (const f of fields) {
     if (item[f] !== undefined && item[f] !== current[f]) throw new ItemIssue(`${f} cannot be changed`);
   }
+}
+
+/** A configuration table with soft deletes: listed oldest first, deleted rows invisible. */
+type LiveTable = PgTable & { id: PgColumn; created: PgColumn; deletedAt: PgColumn };
+
+/** One page of live rows, oldest first (admin §1.3 List). */
+export async function listLive<T extends LiveTable>(
+  deps: Deps,
+  table: T,
+  page: { limit: number; skip: number },
+): Promise<T['$inferSelect'][]> {
+  return (await deps.db
+    .select()
+    .from(table as PgTable)
+    .where(isNull(table.deletedAt))
+    .orderBy(asc(table.created), asc(table.id))
+    .limit(page.limit)
+    .offset(page.skip)) as T['$inferSelect'][];
+}
+
+/** The live row with this id, if any. */
+export async function findLive<T extends LiveTable>(
+  deps: Deps,
+  table: T,
+  id: string,
+): Promise<T['$inferSelect'] | undefined> {
+  const [row] = await deps.db
+    .select()
+    .from(table as PgTable)
+    .where(and(eq(table.id, id), isNull(table.deletedAt)));
+  return row as T['$inferSelect'] | undefined;
 }

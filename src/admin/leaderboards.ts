@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { LeaderboardRow } from '../catalog/snapshot';
 import { leaderboards } from '../db/schema';
 import type { Deps } from '../deps';
@@ -6,16 +6,18 @@ import { type LeaderboardStatus, leaderboardStatus, utcDate } from '../engine/le
 import type { BulkResource } from '../http/routes/admin/bulk';
 import { z } from '../zod';
 import {
+  parseItem,
   dateSchema,
   descriptionSchema,
   duplicateKey,
-  ItemIssue,
+  findLive,
   iso,
   isUniqueViolation,
+  ItemIssue,
   keySchema,
+  listLive,
   nameSchema,
   newId,
-  parseItem,
   rejectNulls,
 } from './common';
 
@@ -122,10 +124,7 @@ export const showLeaderboard = (b: LeaderboardRow, nowMs: number) => ({
 type ShownLeaderboard = ReturnType<typeof showLeaderboard>;
 
 async function findLeaderboard(deps: Deps, id: string): Promise<LeaderboardRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(leaderboards)
-    .where(and(eq(leaderboards.id, id), isNull(leaderboards.deletedAt)));
+  const row = await findLive(deps, leaderboards, id);
   return row;
 }
 
@@ -187,13 +186,7 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
   name: 'leaderboard',
   schemas: { resource: AdminLeaderboardSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(leaderboards)
-      .where(isNull(leaderboards.deletedAt))
-      .orderBy(asc(leaderboards.created), asc(leaderboards.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, leaderboards, { limit, skip });
     const now = deps.clock.now();
     return rows.map((r) => showLeaderboard(r, now));
   },

@@ -1,17 +1,19 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { z } from '../zod';
 import type { MetricRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
 import type { BulkResource } from '../http/routes/admin/bulk';
 import {
+  parseItem,
   duplicateKey,
-  ItemIssue,
+  findLive,
   iso,
   isUniqueViolation,
+  ItemIssue,
   keySchema,
+  listLive,
   nameSchema,
-  parseItem,
   rejectNulls,
 } from './common';
 
@@ -76,20 +78,11 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
   name: 'metric',
   schemas: { resource: AdminMetricSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(metrics)
-      .where(isNull(metrics.deletedAt))
-      .orderBy(asc(metrics.created), asc(metrics.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, metrics, { limit, skip });
     return rows.map(showMetric);
   },
   async get(deps, id) {
-    const [row] = await deps.db
-      .select()
-      .from(metrics)
-      .where(and(eq(metrics.id, id), isNull(metrics.deletedAt)));
+    const row = await findLive(deps, metrics, id);
     return row ? showMetric(row) : null;
   },
   async create(deps, item) {
@@ -112,10 +105,7 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     rejectNulls(item as Record<string, unknown>, ['name', 'unitType']);
     if ((item as Record<string, unknown>).key !== undefined) throw new ItemIssue('key cannot be changed');
     const input = parseItem(updateSchema, item);
-    const [current] = await deps.db
-      .select()
-      .from(metrics)
-      .where(and(eq(metrics.id, input.id), isNull(metrics.deletedAt)));
+    const current = await findLive(deps, metrics, input.id);
     if (!current) throw new ItemIssue('Metric not found');
     const unitType = input.unitType ?? current.unitType;
     const units = input.units === undefined ? current.units : input.units;
@@ -128,10 +118,7 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     return showMetric(row!);
   },
   async remove(deps, id) {
-    const [current] = await deps.db
-      .select()
-      .from(metrics)
-      .where(and(eq(metrics.id, id), isNull(metrics.deletedAt)));
+    const current = await findLive(deps, metrics, id);
     if (!current) throw new ItemIssue('Metric not found');
     if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');
     await deps.db

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import type { Context } from 'hono';
 import type { PointsSystemRow } from '../catalog/snapshot';
 import { pointsBoosts, pointsLevels, pointsSystems, pointsTriggers } from '../db/schema';
@@ -8,16 +8,18 @@ import type { BulkResource } from '../http/routes/admin/bulk';
 import { isUuid } from '../http/routes/admin/bulk';
 import { z } from '../zod';
 import {
+  parseItem,
   badgeSchema,
   descriptionSchema,
   duplicateKey,
-  ItemIssue,
+  findLive,
   iso,
   isUniqueViolation,
+  ItemIssue,
   keySchema,
+  listLive,
   nameSchema,
   newId,
-  parseItem,
   rejectChanges,
   rejectNulls,
 } from './common';
@@ -74,10 +76,7 @@ export const showPointsSystem = (p: PointsSystemRow) => ({
 
 /** The non-deleted points system, or undefined. */
 export async function findPointsSystem(deps: Deps, id: string): Promise<PointsSystemRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(pointsSystems)
-    .where(and(eq(pointsSystems.id, id), isNull(pointsSystems.deletedAt)));
+  const row = await findLive(deps, pointsSystems, id);
   return row;
 }
 
@@ -94,13 +93,7 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
   name: 'points system',
   schemas: { resource: AdminPointsSystemSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(pointsSystems)
-      .where(isNull(pointsSystems.deletedAt))
-      .orderBy(asc(pointsSystems.created), asc(pointsSystems.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, pointsSystems, { limit, skip });
     return rows.map(showPointsSystem);
   },
   async get(deps, id) {

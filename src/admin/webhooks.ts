@@ -1,18 +1,20 @@
 import { randomBytes } from 'node:crypto';
-import { and, asc, desc, eq, gte, isNull } from 'drizzle-orm';
+import { and, desc, eq, gte } from 'drizzle-orm';
 import type { WebhookEndpointRow } from '../catalog/snapshot';
 import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from '../http/routes/admin/bulk';
 import { z } from '../zod';
 import {
+  parseItem,
   descriptionSchema,
-  ItemIssue,
+  findLive,
+  isHttpUrl,
   iso,
   isoOrNull,
-  isHttpUrl,
+  ItemIssue,
+  listLive,
   newId,
-  parseItem,
   rejectNulls,
 } from './common';
 
@@ -119,10 +121,7 @@ export const showWebhookEndpoint = (w: WebhookEndpointRow, withSecret = false) =
 type ShownEndpoint = ReturnType<typeof showWebhookEndpoint>;
 
 export async function findWebhookEndpoint(deps: Deps, id: string): Promise<WebhookEndpointRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt)));
+  const row = await findLive(deps, webhookEndpoints, id);
   return row;
 }
 
@@ -130,13 +129,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
   name: 'webhook endpoint',
   schemas: { resource: AdminWebhookEndpointSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await deps.db
-      .select()
-      .from(webhookEndpoints)
-      .where(isNull(webhookEndpoints.deletedAt))
-      .orderBy(asc(webhookEndpoints.created), asc(webhookEndpoints.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await listLive(deps, webhookEndpoints, { limit, skip });
     return rows.map((r) => showWebhookEndpoint(r));
   },
   async get(deps, id) {
