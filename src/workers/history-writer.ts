@@ -323,6 +323,7 @@ export class HistoryWriter {
   private loop: Promise<void> | null = null;
   private readonly consumer: string;
   private readonly groupsReady = new Set<number>();
+  private lastClaim = 0;
   private wake: (() => void) | null = null;
   /** Entries written since start (for tests and metrics). */
   written = 0;
@@ -362,42 +363,58 @@ export class HistoryWriter {
     const shards = this.deps.config.USER_SHARDS;
     const batchSize = this.opts.batchSize ?? 500;
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
-    let total = 0;
-    for (let shard = 0; shard < shards; shard++) {
-      await this.ensureGroup(shard);
-      const key = this.deps.keys.outbox(shard);
-      const collected: OutboxEntry[] = [];
-      // Entries a dead writer left pending, then new ones.
-      const claimed = (await this.deps.redis.xautoclaim(
-        key,
-        HISTORY_GROUP,
-        this.consumer,
-        claimIdle,
-        '0',
-        'COUNT',
-        batchSize,
-      )) as [string, Array<[string, string[]] | null>];
-      for (const e of claimed[1] ?? []) if (e) collected.push(...this.toEntries(shard, [e]));
-      const fresh = (await this.deps.redis.xreadgroup(
-        'GROUP',
-        HISTORY_GROUP,
-        this.consumer,
-        'COUNT',
-        batchSize,
-        'STREAMS',
-        key,
-        '>',
-      )) as Array<[string, Array<[string, string[]]>]> | null;
-      for (const [, list] of fresh ?? []) collected.push(...this.toEntries(shard, list));
-      if (!collected.length) continue;
-      await writeBatch(this.deps, collected, this.opts.hooks);
-      const ids = collected.map((e) => e.entryId);
-      await this.deps.redis.xack(key, HISTORY_GROUP, ...ids);
-      await this.deps.redis.xdel(key, ...ids);
-      total += collected.length;
-    }
-    this.written += total;
-    return total;
+    const all = Array.from({ length: shards }, (_, shard) => shard);
+    await Promise.all(all.map((shard) => this.ensureGroup(shard)));
+    // Every shard is read at once (the reads share socket writes) and the whole pass is written in
+    // one transaction: under load each shard holds only a few records, so per-shard transactions
+    // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
+    const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
+    const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
+    if (claim) this.lastClaim = Date.now();
+    const lists = await Promise.all(
+      all.map(async (shard) => {
+        const key = this.deps.keys.outbox(shard);
+        const out: OutboxEntry[] = [];
+        if (claim) {
+          const claimed = (await this.deps.redis.xautoclaim(
+            key,
+            HISTORY_GROUP,
+            this.consumer,
+            claimIdle,
+            '0',
+            'COUNT',
+            perShard,
+          )) as [string, Array<[string, string[]] | null>];
+          for (const e of claimed[1] ?? []) if (e) out.push(...this.toEntries(shard, [e]));
+        }
+        const fresh = (await this.deps.redis.xreadgroup(
+          'GROUP',
+          HISTORY_GROUP,
+          this.consumer,
+          'COUNT',
+          perShard,
+          'STREAMS',
+          key,
+          '>',
+        )) as Array<[string, Array<[string, string[]]>]> | null;
+        for (const [, list] of fresh ?? []) out.push(...this.toEntries(shard, list));
+        return out;
+      }),
+    );
+    const collected = lists.flat();
+    if (!collected.length) return 0;
+    await writeBatch(this.deps, collected, this.opts.hooks);
+    await Promise.all(
+      lists.map(async (list, shard) => {
+        if (!list.length) return;
+        const key = this.deps.keys.outbox(shard);
+        const ids = list.map((e) => e.entryId);
+        await this.deps.redis.xack(key, HISTORY_GROUP, ...ids);
+        await this.deps.redis.xdel(key, ...ids);
+      }),
+    );
+    this.written += collected.length;
+    return collected.length;
   }
 
   private toEntries(shard: number, list: Array<[string, string[]]>): OutboxEntry[] {
