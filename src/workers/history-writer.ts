@@ -433,7 +433,10 @@ export class HistoryWriter {
         const n = await this.drainOnce();
         this.lastError = null;
         backoff = 100;
+        // Every pass reads every shard: after a thin one, let records accumulate a moment.
         if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 200);
+        else if (n < (this.opts.batchSize ?? 500) / 4)
+          await this.sleep(Math.min(this.opts.idleSleepMs ?? 200, 100));
       } catch (err) {
         // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
         this.lastError = err;
