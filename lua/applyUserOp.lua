@@ -419,14 +419,6 @@ if #completions > 0 then
 end
 
 -- Points (semantics §5): user_creation, metric, streak, achievement triggers; boosts; bounds.
-local function levelOf(levels, total)
-  local found = nil
-  for _, l in ipairs(levels) do
-    if l.pts <= total then found = l.id end
-  end
-  return found
-end
-
 local pointsReply = {}
 local pointsBySystem = {}
 local outAwards = {}
@@ -513,9 +505,8 @@ for i, sys in ipairs(plan.systems) do
     for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
     redis.call('LTRIM', listKey, 0, 99)
     local added = total - before
-    local lb, la = levelOf(sys.levels, before), levelOf(sys.levels, total)
     pointsReply[#pointsReply + 1] = {
-      sys = sys.id, total = total, added = added, awards = awards, lb = lb or '', la = la or '',
+      sys = sys.id, total = total, added = added, awards = awards,
     }
     pointsBySystem[sys.id] = added
     outAwards[#outAwards + 1] = { sys = sys.id, awards = awards }

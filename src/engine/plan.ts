@@ -9,7 +9,6 @@ export interface PlanSystem {
   id: string;
   /** maxPoints, or -1 for no cap. */
   max: number;
-  levels: Array<{ id: string; pts: number }>;
   uc: Array<{ id: string; p: number; uf: LuaFilter[] }>;
   mt: Array<{ id: string; p: number; thr: number; ep: number; ef: LuaFilter[]; uf: LuaFilter[] }>;
   st: Array<{ id: string; p: number; len: number; uf: LuaFilter[] }>;
@@ -113,7 +112,6 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     const ps: PlanSystem = {
       id: sys.id,
       max: sys.maxPoints ?? -1,
-      levels: sys.levels.map((l) => ({ id: l.id, pts: l.points })),
       uc: activeTriggers(sys, 'user_creation').map((t) => ({
         id: t.id,
         p: t.points,

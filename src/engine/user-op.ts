@@ -81,7 +81,7 @@ export interface UserOpResult {
   created: boolean;
   seq: number;
   completions: Array<{ id: string; cid: string; at: number }>;
-  points: Array<{ sys: string; total: number; added: number; awards: LuaAward[]; lb: string; la: string }>;
+  points: Array<{ sys: string; total: number; added: number; awards: LuaAward[] }>;
   streak: LuaStreak;
   boards: Array<{ id: string; run: string; value: string }>;
   breakdown: Record<string, string>;
