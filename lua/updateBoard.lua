@@ -10,7 +10,10 @@ KEYS[1] members hash of the run: userId -> "value|changedAt|group|seq|expires"
 KEYS[2] ranking sorted set of the user's breakdown group (as the caller computed it)
 KEYS[3] history list of this user in the run (LeaderboardEvent JSON, newest first)
 KEYS[4] history list prefix of the run (evicted users' lists are KEYS[4] .. userId)
-KEYS[5] (optional) the board's change stream: one entry per rank/value change of §6.7 (the acting
+KEYS[5] the board's ranking version: changes whenever any ranking of the board changes (readers
+        validate cached rankings with it). Seeded from the server clock when the key is new, so a
+        board whose keys were deleted and rebuilt never repeats an earlier version
+KEYS[6] (optional) the board's change stream: one entry per rank/value change of §6.7 (the acting
         user's and an evicted user's), read by the webhook worker (leaderboard.rank_changed/changed)
 
 ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
@@ -22,7 +25,7 @@ Reply: JSON {prevRank, rank, prevValue, value, threshold, stale, evicted}
   or {"err":"GROUP","group":"<g>"} when the user entered this run in another group: call again with it.
 ]]
 
-local K_MEMBERS, K_RANKING, K_HIST, HIST_PREFIX = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_MEMBERS, K_RANKING, K_HIST, HIST_PREFIX, K_VERSION = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local userId = ARGV[1]
 local value = tonumber(ARGV[2])
 local seq = tonumber(ARGV[3])
@@ -44,6 +47,23 @@ local function split(s)
   local out = {}
   for part in string.gmatch(s, '([^|]*)|?') do out[#out + 1] = part end
   return out
+end
+
+-- Every write to a ranking goes through here, so the version moves with each change.
+local function bumpVersion()
+  if redis.call('INCR', K_VERSION) == 1 then
+    local t = redis.call('TIME')
+    redis.call('SET', K_VERSION, string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+  end
+end
+local rankingChanged = false
+local function zrem(member)
+  redis.call('ZREM', K_RANKING, member)
+  rankingChanged = true
+end
+local function zadd(score, member)
+  redis.call('ZADD', K_RANKING, score, member)
+  rankingChanged = true
 end
 
 local function rankOf(member)
@@ -83,7 +103,7 @@ if isStreak then
     for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end
     local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
     for i, m in ipairs(all) do
-      if lapsed(metas[i]) then redis.call('ZREM', K_RANKING, m) end
+      if lapsed(metas[i]) then zrem(m) end
     end
   end
 end
@@ -94,6 +114,7 @@ local rankedPrevValue = prevRank and prevValue or nil
 
 -- A late or repeated update never moves a user backwards.
 if seq <= prevSeq then
+  if rankingChanged then bumpVersion() end
   return cjson.encode({
     prevRank = prevRank, rank = prevRank, prevValue = rankedPrevValue, value = rankedPrevValue,
     threshold = threshold(), stale = true,
@@ -106,15 +127,15 @@ local member = memberOf(changedAt, userId)
 local evicted = nil
 local rank = nil
 
-if prevRank and member ~= prevMember then redis.call('ZREM', K_RANKING, prevMember) end
+if prevRank and member ~= prevMember then zrem(prevMember) end
 if value > 0 then
   if prevRank or redis.call('ZCARD', K_RANKING) < max then
-    redis.call('ZADD', K_RANKING, -value, member)
+    zadd(-value, member)
   else
     local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
     if value > -tonumber(lowest[2]) then
-      redis.call('ZREM', K_RANKING, lowest[1])
-      redis.call('ZADD', K_RANKING, -value, member)
+      zrem(lowest[1])
+      zadd(-value, member)
       evicted = { member = lowest[1], value = -tonumber(lowest[2]) }
     end
   end
@@ -134,7 +155,9 @@ if evicted then
 end
 
 -- Change records for webhooks, atomic with the change itself.
-local K_CHANGES = KEYS[5]
+if rankingChanged then bumpVersion() end
+
+local K_CHANGES = KEYS[6]
 local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
 local function change(u, pr, r, pv, v)
   redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,

@@ -68,11 +68,12 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
               e.eventTypes.includes('leaderboard.changed')),
         );
         const raw = await deps.redis.updateBoard(
-          changes ? 5 : 4,
+          changes ? 6 : 5,
           bk.members(run.start),
           bk.ranking(run.start, group),
           bk.history(run.start, r.userId),
           bk.historyPrefix(run.start),
+          bk.version,
           ...(changes ? [bk.changes] : []),
           r.userId,
           u.value,
@@ -177,20 +178,28 @@ export async function rankingsWindow(
   const bk = deps.keys.board(board.id);
   const zkey = bk.ranking(run.start, group);
   let start = opts.offset;
+  let flat: Array<string | number>;
   if (opts.userId !== undefined) {
-    const meta = await deps.redis.hget(bk.members(run.start), opts.userId);
-    if (!meta) return [];
-    const changedAt = Number(meta.split('|')[1]);
-    const idx = await deps.redis.zrank(zkey, `${String(changedAt).padStart(15, '0')}|${opts.userId}`);
-    if (idx === null) return [];
-    start = Math.max(0, idx + opts.offset);
+    // One call: the user's member entry, their index, and the window around it.
+    const reply = await deps.redis.readWindow(
+      2,
+      bk.members(run.start),
+      zkey,
+      opts.userId,
+      String(opts.offset),
+      String(opts.limit),
+    );
+    if (reply.length === 0) return [];
+    start = Number(reply[0]);
+    flat = reply.slice(1);
+  } else {
+    if (opts.limit === 0) return [];
+    flat = await deps.redis.zrange(zkey, start, start + opts.limit - 1, 'WITHSCORES');
   }
-  if (opts.limit === 0) return [];
-  const flat = await deps.redis.zrange(zkey, start, start + opts.limit - 1, 'WITHSCORES');
   const out: Ranked[] = [];
   for (let i = 0; i < flat.length; i += 2) {
     out.push({
-      userId: userOf(flat[i]!),
+      userId: userOf(String(flat[i])),
       value: boardValue(board, -Number(flat[i + 1])),
       rank: start + i / 2 + 1,
     });
@@ -325,10 +334,15 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
 }
 
 /** Display names of ranked users, cached briefly (a top-100 read would otherwise look up 100 profiles). */
-const nameCache = new LRUCache<string, { name: string | null }>({ max: 100_000, ttl: 5000 });
+export const NAME_TTL_MS = 5000;
+const nameCache = new LRUCache<string, { name: string | null }>({ max: 100_000, ttl: NAME_TTL_MS });
+/** Moves whenever this process learns a new display name (cached rankings hold names). */
+let nameEpoch = 0;
+export const namesEpoch = () => nameEpoch;
 
 /** Called by user ops that set a name, so this process never serves its own stale name. */
 export function rememberUserName(userId: string, name: string): void {
+  if (nameCache.get(userId)?.name !== name) nameEpoch++;
   nameCache.set(userId, { name });
 }
 

@@ -85,8 +85,16 @@ function wellFormed(root: unknown): boolean {
 const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
 
 /** Query parameters as the SDK sends them: every value of a key, decoded. */
+/** Every query parameter of a request, parsed once (Hono parses the whole URL on each look-up). */
+const parsedQueries = new WeakMap<Context, Record<string, string[]>>();
+
 export function queryAll(c: Context, name: string): string[] {
-  const all = c.req.queries(name) ?? [];
+  let parsed = parsedQueries.get(c);
+  if (!parsed) {
+    parsed = c.req.queries();
+    parsedQueries.set(c, parsed);
+  }
+  const all = parsed[name] ?? [];
   if (all.some((v) => v.includes('\0'))) throw unprocessable(`${name} must not contain the NUL character`);
   return all;
 }

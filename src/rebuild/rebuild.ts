@@ -168,11 +168,12 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
     const pipe = crossSlotPipeline(deps.redis);
     for (const u of rows.slice(i, i + 500)) {
       pipe.updateBoard(
-        4,
+        5,
         bk.members(u.runStart),
         bk.ranking(u.runStart, u.group),
         bk.history(u.runStart, u.userId),
         bk.historyPrefix(u.runStart),
+        bk.version,
         u.userId,
         String(u.value),
         String(u.seq),

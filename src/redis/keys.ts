@@ -61,8 +61,19 @@ export class Keys {
     return `${this.shardTag(shard)}:outbox`;
   }
 
-  /** Keys of one leaderboard, all in the board's slot. */
+  private readonly boards = new Map<string, ReturnType<Keys['buildBoard']>>();
+
+  /** Keys of one leaderboard, all in the board's slot (built once per board). */
   board(boardId: string) {
+    let keys = this.boards.get(boardId);
+    if (!keys) {
+      keys = this.buildBoard(boardId);
+      this.boards.set(boardId, keys);
+    }
+    return keys;
+  }
+
+  private buildBoard(boardId: string) {
     const base = `${this.prefix}:{lb:${boardId}}`;
     return {
       /** Sorted set of one run and breakdown group. */
@@ -72,6 +83,8 @@ export class Keys {
       /** Rank/value change history of one user in one run (newest first, capped). */
       history: (runStart: string, userId: string) => `${base}:run:${runStart}:hist:${userId}`,
       historyPrefix: (runStart: string) => `${base}:run:${runStart}:hist:`,
+      /** Ranking version: changes with every ranking write of the board (validates cached reads). */
+      version: `${base}:ver`,
       /** Stream of rank/value changes (all runs) for leaderboard webhooks. */
       changes: `${base}:changes`,
     };

@@ -1,10 +1,16 @@
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
+import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../../../catalog/snapshot';
+import type { Run } from '../../../engine/runs';
 import type { Deps } from '../../../deps';
 import { leaderboardStatus, utcDate } from '../../../engine/leaderboard-status';
 import {
   breakdownKeys,
   groupKey,
+  isFinalised,
+  NAME_TTL_MS,
+  namesEpoch,
+  type Ranked,
   rankingsWindow,
   runForRead,
   userHistory,
@@ -67,6 +73,79 @@ function groupFromFilter(snap: Snapshot, b: LeaderboardRow, pairs: Array<[string
   return groupKey(keys.map((k) => given.get(k)!));
 }
 
+/** The `rankings` array of a read, as JSON text. */
+async function renderRankings(deps: Deps, ranked: Ranked[]): Promise<string> {
+  const names = await userNames(
+    deps,
+    ranked.map((r) => r.userId),
+  );
+  return JSON.stringify(
+    ranked.map((r, i) => ({ userId: r.userId, userName: names[i] ?? null, rank: r.rank, value: r.value })),
+  );
+}
+
+interface CachedWindow {
+  /** The board's ranking version when the window was read (null: the board was never written). */
+  version: string | null;
+  namesEpoch: number;
+  /** performance.now() when built: names in it are as fresh as the name cache allows. */
+  at: number;
+  body: Uint8Array;
+}
+
+/** Rendered reads of live rankings, keyed by snapshot, board, status, run, group and window. */
+const windows = new LRUCache<string, CachedWindow>({
+  max: 50_000,
+  maxSize: 32 * 2 ** 20,
+  sizeCalculation: (w, key) => w.body.byteLength + key.length,
+});
+
+/**
+ * The body of a read of a live ranking (from an offset, or around a user), served from an encoded
+ * copy while the board's ranking version is unchanged: one GET instead of range reads, name look-ups
+ * and serialisation. Every ranking write moves the version (lua/updateBoard.lua) and a user's place
+ * changes only with a ranking write, so a read never serves a ranking older than the one in Redis
+ * when it started; names are as fresh as the name cache's (NAME_TTL_MS, and at once for names this
+ * process wrote).
+ */
+async function cachedBody(
+  deps: Deps,
+  snap: Snapshot,
+  b: LeaderboardRow,
+  run: Run,
+  group: string,
+  window: { offset: number; limit: number; userId?: string | undefined },
+  status: string,
+  head: string,
+): Promise<Uint8Array> {
+  const key = `${snap.version}|${b.id}|${status}|${run.start}|${group}|${window.offset}|${window.limit}|${window.userId ?? ''}`;
+  const versionKey = deps.keys.board(b.id).version;
+  const hit = windows.get(key);
+  const at = performance.now();
+  const epoch = namesEpoch();
+  // The version is read before the ranking (same connection, in order), so a copy is at least as
+  // new as the version it is filed under: any later write moves the version past it.
+  let version: string | null;
+  let ranked: Ranked[];
+  if (hit) {
+    version = await deps.redis.get(versionKey);
+    if (hit.version === version && hit.namesEpoch === epoch && at - hit.at < NAME_TTL_MS) return hit.body;
+    ranked = await rankingsWindow(deps, b, run, group, window);
+  } else {
+    [version, ranked] = await Promise.all([
+      deps.redis.get(versionKey),
+      rankingsWindow(deps, b, run, group, window),
+    ]);
+  }
+  const body = Buffer.from(`${head},"rankings":${await renderRankings(deps, ranked)}}`);
+  windows.set(key, { version, namesEpoch: epoch, at, body });
+  return body;
+}
+
+/** A JSON body already serialised. */
+const jsonBody = (c: Context<AppEnv>, body: string | Uint8Array) =>
+  c.body(body as string, 200, { 'Content-Type': 'application/json' });
+
 export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
   app.get('/leaderboards', (c) => {
     const raw = queryOne(c, 'includeFinished');
@@ -106,22 +185,18 @@ export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenA
         return c.json({ ...leaderboardBase(snap, b), start: b.start, end: b.end, status, rankings: [] });
       group = standing.group;
     }
-    const ranked =
-      status === 'scheduled' ? [] : await rankingsWindow(deps, b, run, group, { offset, limit, userId });
-    const names = await userNames(
-      deps,
-      ranked.map((r) => r.userId),
+    // The board's fields and status, as JSON text without its closing brace.
+    const head = memo(snap, `lb-head:${b.id}:${status}`, () =>
+      JSON.stringify({ ...leaderboardBase(snap, b), status }).slice(0, -1),
     );
-    return c.json({
-      ...leaderboardBase(snap, b),
-      status,
-      rankings: ranked.map((r, i) => ({
-        userId: r.userId,
-        userName: names[i] ?? null,
-        rank: r.rank,
-        value: r.value,
-      })),
-    });
+    const window = { offset, limit, userId };
+    if (status !== 'scheduled' && b.rankBy !== 'streak' && !isFinalised(b, run, now))
+      return jsonBody(c, await cachedBody(deps, snap, b, run, group, window, status, head));
+    const rankings =
+      status === 'scheduled'
+        ? '[]'
+        : await renderRankings(deps, await rankingsWindow(deps, b, run, group, window));
+    return jsonBody(c, `${head},"rankings":${rankings}}`);
   });
 
   app.get('/users/:id/leaderboards/:key', async (c) => {

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { createBoard, getBoard, send, standings } from './leaderboards-helpers';
+
+// Reads of live rankings are served from an encoded copy while the board's ranking version is
+// unchanged (src/http/routes/v1/leaderboards.ts). These tests read, change, and read again: a copy
+// that outlived a change would show the old order.
+
+let t: TestServer;
+let m: { id: string; key: string };
+let board: any;
+
+beforeAll(async () => {
+  t = await createTestServer({ now: '2025-03-10T12:00:00Z' });
+  [m] = await adminCreate(t, '/metrics', [{ key: 'rc-lessons', name: 'Lessons' }]);
+  board = await createBoard(t, { key: 'rc-board', rankBy: 'metric', metricId: m.id, maxParticipants: 3 });
+});
+afterAll(async () => t.close());
+
+const version = () => t.deps.redis.get(t.deps.keys.board(board.id).version);
+const around = async (userId: string) =>
+  (await getBoard(t, board.key, { userId, offset: -1, limit: 3 })).body.rankings.map(
+    (r: any) => `${r.rank}:${r.userId}`,
+  );
+
+describe('cached leaderboard reads', () => {
+  it('every ranking change shows in the next read, from an offset and around a user', async () => {
+    await send(t, m.key, { id: 'rc-a', name: 'Ann' }, 5);
+    await send(t, m.key, { id: 'rc-b', name: 'Bo' }, 3);
+    expect(await standings(t, board.key)).toEqual([
+      ['rc-a', 5],
+      ['rc-b', 3],
+    ]);
+    expect(await around('rc-b')).toEqual(['1:rc-a', '2:rc-b']);
+    // Same reads again (served from the copies), then a change that reorders them.
+    expect(await standings(t, board.key)).toEqual([
+      ['rc-a', 5],
+      ['rc-b', 3],
+    ]);
+    await send(t, m.key, 'rc-b', 4);
+    expect(await standings(t, board.key)).toEqual([
+      ['rc-b', 7],
+      ['rc-a', 5],
+    ]);
+    expect(await around('rc-b')).toEqual(['1:rc-b', '2:rc-a']);
+    // A newcomer, then an eviction at the cap of 3.
+    await send(t, m.key, 'rc-c', 1);
+    expect(await around('rc-c')).toEqual(['2:rc-a', '3:rc-c']);
+    await send(t, m.key, 'rc-d', 2);
+    expect(await standings(t, board.key)).toEqual([
+      ['rc-b', 7],
+      ['rc-a', 5],
+      ['rc-d', 2],
+    ]);
+    expect(await around('rc-c')).toEqual([]);
+    expect(await around('rc-d')).toEqual(['2:rc-a', '3:rc-d']);
+  });
+
+  it('shows a name this process wrote at once, even though the ranking did not change', async () => {
+    const before = (await getBoard(t, board.key, { limit: 1 })).body.rankings[0];
+    expect(before).toMatchObject({ userId: 'rc-b', userName: 'Bo' });
+    // An event with value 0 renames the user without moving any ranking.
+    const v = await version();
+    await send(t, m.key, { id: 'rc-b', name: 'Bob' }, 0);
+    expect(await version()).toBe(v);
+    expect((await getBoard(t, board.key, { limit: 1 })).body.rankings[0]).toMatchObject({
+      userId: 'rc-b',
+      userName: 'Bob',
+    });
+  });
+
+  it('the version moves with ranking writes only, and a recreated version never repeats', async () => {
+    const v1 = await version();
+    // Seeded from the Redis clock in µs when the key was created: far from small counters.
+    expect(Number(v1)).toBeGreaterThan(1e15);
+    await send(t, m.key, 'rc-a', 10);
+    const v2 = await version();
+    expect(Number(v2)).toBe(Number(v1) + 1);
+    // A user below the cap's threshold is not ranked: no ranking write, no new version.
+    await send(t, m.key, 'rc-e', 1);
+    expect(await version()).toBe(v2);
+    await t.deps.redis.del(t.deps.keys.board(board.id).version);
+    await send(t, m.key, 'rc-a', 1);
+    const v3 = await version();
+    expect(v3).not.toBeNull();
+    expect(Number(v3)).toBeGreaterThan(Number(v2));
+    expect((await standings(t, board.key))[0]).toEqual(['rc-a', 16]);
+  });
+});
