@@ -371,13 +371,12 @@ export class HistoryWriter {
     const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
     const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) this.lastClaim = Date.now();
-    const lists = await Promise.all(
-      all.map(async (shard) => {
-        const key = this.deps.keys.outbox(shard);
-        const out: OutboxEntry[] = [];
-        if (claim) {
+    const lists: OutboxEntry[][] = all.map(() => []);
+    if (claim) {
+      await Promise.all(
+        all.map(async (shard) => {
           const claimed = (await this.deps.redis.xautoclaim(
-            key,
+            this.deps.keys.outbox(shard),
             HISTORY_GROUP,
             this.consumer,
             claimIdle,
@@ -385,22 +384,34 @@ export class HistoryWriter {
             'COUNT',
             perShard,
           )) as [string, Array<[string, string[]] | null>];
-          for (const e of claimed[1] ?? []) if (e) out.push(...this.toEntries(shard, [e]));
-        }
-        const fresh = (await this.deps.redis.xreadgroup(
-          'GROUP',
-          HISTORY_GROUP,
-          this.consumer,
-          'COUNT',
-          perShard,
-          'STREAMS',
-          key,
-          '>',
-        )) as Array<[string, Array<[string, string[]]>]> | null;
-        for (const [, list] of fresh ?? []) out.push(...this.toEntries(shard, list));
-        return out;
-      }),
-    );
+          for (const e of claimed[1] ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
+        }),
+      );
+    }
+    const read = (keys: string[]) =>
+      this.deps.redis.xreadgroup(
+        'GROUP',
+        HISTORY_GROUP,
+        this.consumer,
+        'COUNT',
+        perShard,
+        'STREAMS',
+        ...keys,
+        ...keys.map(() => '>'),
+      ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
+    const shardOfKey = new Map(all.map((shard) => [this.deps.keys.outbox(shard), shard]));
+    // One read of every shard's stream on a single Redis (COUNT applies per stream); on Cluster the
+    // streams live in different slots, so one read each.
+    const replies =
+      'nodes' in this.deps.redis
+        ? await Promise.all([...shardOfKey.keys()].map((key) => read([key])))
+        : [await read([...shardOfKey.keys()])];
+    for (const reply of replies) {
+      for (const [key, list] of reply ?? []) {
+        const shard = shardOfKey.get(key)!;
+        lists[shard]!.push(...this.toEntries(shard, list));
+      }
+    }
     const collected = lists.flat();
     if (!collected.length) return 0;
     await writeBatch(this.deps, collected, this.opts.hooks);
