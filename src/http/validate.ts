@@ -84,10 +84,10 @@ function wellFormed(root: unknown): boolean {
 
 const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
 
-/** Query parameters as the SDK sends them: every value of a key, decoded. */
 /** Every query parameter of a request, parsed once (Hono parses the whole URL on each look-up). */
 const parsedQueries = new WeakMap<Context, Record<string, string[]>>();
 
+/** Query parameters as the SDK sends them: every value of a key, decoded. */
 export function queryAll(c: Context, name: string): string[] {
   let parsed = parsedQueries.get(c);
   if (!parsed) {

@@ -90,7 +90,7 @@ interface CachedWindow {
   namesEpoch: number;
   /** performance.now() when built: names in it are as fresh as the name cache allows. */
   at: number;
-  body: Uint8Array;
+  body: Uint8Array<ArrayBuffer>;
 }
 
 /** Rendered reads of live rankings, keyed by snapshot, board, status, run, group and window. */
@@ -117,7 +117,7 @@ async function cachedBody(
   window: { offset: number; limit: number; userId?: string | undefined },
   status: string,
   head: string,
-): Promise<Uint8Array> {
+): Promise<Uint8Array<ArrayBuffer>> {
   const key = `${snap.version}|${b.id}|${status}|${run.start}|${group}|${window.offset}|${window.limit}|${window.userId ?? ''}`;
   const versionKey = deps.keys.board(b.id).version;
   const hit = windows.get(key);
@@ -143,8 +143,8 @@ async function cachedBody(
 }
 
 /** A JSON body already serialised. */
-const jsonBody = (c: Context<AppEnv>, body: string | Uint8Array) =>
-  c.body(body as string, 200, { 'Content-Type': 'application/json' });
+const jsonBody = (c: Context<AppEnv>, body: string | Uint8Array<ArrayBuffer>) =>
+  c.body(body, 200, { 'Content-Type': 'application/json' });
 
 export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
   app.get('/leaderboards', (c) => {
