@@ -20,7 +20,14 @@ import { type LoadSettings, type Measurement, measure, round, type Scenario } fr
 import { type BenchOptions, parseOptions } from './lib/options';
 import { type Child, cpuSeconds, freePort, startChild, stopAllChildren, waitReady } from './lib/processes';
 import { formatBytes, renderCpu, renderRedisCommands, renderTable, TARGETS } from './lib/report';
-import { censusKeys, commandStats, deletePrefix, infoNumber, redisCpuSeconds } from './lib/redis-stats';
+import {
+  censusKeys,
+  commandStats,
+  deletePrefix,
+  infoNumber,
+  redisCpuSeconds,
+  waitForOutboxDrain,
+} from './lib/redis-stats';
 import { seedConfiguration } from './lib/seed';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -280,7 +287,15 @@ async function main() {
     console.error('measuring the event endpoint…');
     const events = await measure(eventScenario, settings, probes);
     results.push(events);
-    await new Promise((r) => setTimeout(r, 1000)); // let in-flight history writes settle
+    await new Promise((r) => setTimeout(r, 1000)); // let in-flight requests finish
+    // The history writer catches up with the outbox before anything else is measured: its Postgres
+    // writes would otherwise be charged to the read scenarios.
+    const drain = await waitForOutboxDrain(redis, prefix, 120_000);
+    console.error(
+      drain.left
+        ? `history writer: ${drain.left} outbox entries still waiting after ${(drain.ms / 1000).toFixed(1)} s`
+        : `history writer: outbox drained ${(drain.ms / 1000).toFixed(1)} s after the event scenario`,
+    );
     const memAfter = await infoNumber(redis, 'memory', 'used_memory');
     const census = await censusKeys(redis, prefix);
     const usersTouched = Math.min(eventsBuilt, opts.users);
@@ -354,6 +369,8 @@ async function main() {
       results,
       ratio: round(ratio, 3),
       targets,
+      /** How long the history writer took, after the event scenario, to empty the outbox. */
+      historyDrain: drain,
       memory: {
         usedMemoryBefore: memBefore,
         usedMemoryAfter: memAfter,

@@ -36,6 +36,29 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<number
   return n;
 }
 
+/**
+ * Waits until the history writer has emptied every outbox stream under `prefix:` (it deletes what
+ * it wrote), so that the next scenario is not measured while the writer catches up. Returns how
+ * long that took and how many entries were still waiting when it gave up.
+ */
+export async function waitForOutboxDrain(
+  redis: Redis,
+  prefix: string,
+  timeoutMs: number,
+): Promise<{ ms: number; left: number }> {
+  const streams: string[] = [];
+  await scanPrefix(redis, prefix, (keys) => {
+    streams.push(...keys.filter((k) => k.endsWith(':outbox')));
+  });
+  const started = Date.now();
+  for (;;) {
+    const lengths = await Promise.all(streams.map((k) => redis.xlen(k)));
+    const left = lengths.reduce((a, b) => a + b, 0);
+    if (left === 0 || Date.now() - started > timeoutMs) return { ms: Date.now() - started, left };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 export interface KeyCensus {
   /** Keys of Laurel user state (`…:user:<id>` and its sub-keys). */
   userKeys: number;

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { NAME_TTL_MS } from '../../src/engine/leaderboards';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard, getBoard, send, standings } from './leaderboards-helpers';
 
@@ -85,5 +86,24 @@ describe('cached leaderboard reads', () => {
     expect(v3).not.toBeNull();
     expect(Number(v3)).toBeGreaterThan(Number(v2));
     expect((await standings(t, board.key))[0]).toEqual(['rc-a', 16]);
+  });
+
+  it('keeps an empty window (user not ranked) past the name bound; a window with names is re-read', async () => {
+    // rc-c was evicted at the cap: its window is empty and holds no names.
+    expect(await around('rc-c')).toEqual([]);
+    expect(await around('rc-a')).not.toEqual([]);
+    const windowReads = vi.spyOn(t.deps.redis, 'readWindow');
+    const reads = () => windowReads.mock.contexts.filter((ctx) => ctx === t.deps.redis).length;
+    const realNow = performance.now.bind(performance);
+    const later = vi.spyOn(performance, 'now').mockImplementation(() => realNow() + NAME_TTL_MS + 1000);
+    try {
+      expect(await around('rc-c')).toEqual([]);
+      expect(reads()).toBe(0);
+      expect(await around('rc-a')).not.toEqual([]);
+      expect(reads()).toBe(1);
+    } finally {
+      later.mockRestore();
+      windowReads.mockRestore();
+    }
   });
 });

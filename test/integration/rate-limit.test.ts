@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 let t: TestServer;
@@ -7,6 +7,12 @@ beforeAll(async () => {
   await adminCreate(t, '/metrics', [{ key: 'm', name: 'M' }]);
 });
 afterAll(async () => t.close());
+
+/** Counts the rate-limit script calls the server makes (ioredis's auto-pipeline re-enters the spy: not counted). */
+function spyRateLimit(server: TestServer): () => number {
+  const spy = vi.spyOn(server.deps.redis, 'rateLimit');
+  return () => spy.mock.contexts.filter((ctx) => ctx === server.deps.redis).length;
+}
 
 const event = (user: string) => t.api('POST', '/v1/metrics/m/event', { user: { id: user }, value: 1 });
 
@@ -53,6 +59,50 @@ describe('rate limits', () => {
       if (r.status === 201) ok++;
     }
     expect(ok).toBe(50);
+  });
+
+  it('leases once for a burst of parallel requests: the bucket pays for what was served, not per request', async () => {
+    // 100,000/s leases 50 tokens at a time; the test clock stands still, so nothing refills.
+    const t2 = await createTestServer({
+      env: { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST_FACTOR: '1' },
+    });
+    try {
+      await adminCreate(t2, '/metrics', [{ key: 'm', name: 'M' }]);
+      const calls = spyRateLimit(t2);
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          t2
+            .api('POST', '/v1/metrics/m/event', { user: { id: `burst-${i % 7}` }, value: 1 })
+            .then((r) => r.status),
+        ),
+      );
+      expect(statuses.every((s) => s === 201)).toBe(true);
+      // 300 requests need 6 leases of 50; requests that arrive while a lease is in flight wait for it.
+      expect(calls()).toBeLessThanOrEqual(8);
+      const appRow = t2.deps.catalog.snapshot.apiKeysByPrefix.get(t2.appKey.split('.')[0]!)!;
+      const bucket = await t2.deps.redis.hget(t2.deps.keys.rateLimit(appRow.id), 'tokens');
+      expect(100_000 - Number(bucket)).toBeLessThanOrEqual(300 + 2 * 50);
+    } finally {
+      await t2.close();
+    }
+  });
+
+  it('refuses locally until the next token is due once the bucket is empty (no call to Redis)', async () => {
+    t.clock.advance(10_000);
+    for (let i = 0; i < 10; i++) expect((await event('local')).status).toBe(201);
+    const calls = spyRateLimit(t);
+    try {
+      expect((await event('local')).status).toBe(429); // asks Redis: empty
+      const again = await Promise.all(Array.from({ length: 20 }, () => event('local')));
+      expect(again.map((r) => r.status)).toEqual(Array(20).fill(429));
+      expect(Number(again[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(calls()).toBe(1);
+      t.clock.advance(200); // 5/s: the next token is due
+      expect((await event('local')).status).toBe(201);
+      expect(calls()).toBe(2);
+    } finally {
+      vi.restoreAllMocks();
+    }
   });
 
   it('does not limit /healthz and /readyz', async () => {

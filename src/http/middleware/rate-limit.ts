@@ -3,10 +3,15 @@ import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import type { AppEnv } from '../env';
 
-/** Tokens leased from the shared bucket and not yet spent by this process. */
+/** This process's share of one key's bucket. */
 interface Lease {
+  /** Tokens leased from the shared bucket and not yet spent. */
   tokens: number;
   expires: number;
+  /** The lease request in flight, if any: concurrent requests wait for it instead of sending their own. */
+  refill: Promise<void> | null;
+  /** The bucket was empty: no token can exist before this time (the bucket only fills with time). */
+  deniedUntil: number;
 }
 
 /** Leases are short-lived so that unused tokens cannot be hoarded by one process. */
@@ -15,38 +20,62 @@ const LEASE_MS = 250;
 /** How many tokens to lease at once: 1% of the rate (1 for low limits, so they stay exact), at most 50. */
 export const leaseSize = (rate: number) => Math.max(1, Math.min(50, Math.floor(rate / 100)));
 
+const limited = (retryMs: number) =>
+  new AppError('RATE_LIMITED', 'Rate limit exceeded', {
+    'Retry-After': String(Math.max(1, Math.ceil(retryMs / 1000))),
+  });
+
 /**
  * Per-key token bucket in Redis (semantics §9): checked after authentication and before any
  * processing, so a limited request never commits anything. Each process leases up to 1% of the
- * rate at a time, which bounds the unfairness between processes by that amount.
+ * rate at a time, which bounds the unfairness between processes by that amount. One lease request
+ * per key is in flight at a time (the requests arriving meanwhile share its tokens), and after an
+ * empty bucket the key is refused locally until its next token is due, so neither a burst nor a
+ * client that ignores 429 multiplies the calls to Redis.
  */
 export function rateLimit(deps: Deps): MiddlewareHandler<AppEnv> {
   const leases = new Map<string, Lease>();
+  const refill = async (keyId: string, rate: number, lease: Lease): Promise<void> => {
+    const burst = rate * deps.config.RATE_LIMIT_BURST_FACTOR;
+    const now = deps.clock.now();
+    try {
+      const [granted, retryMs] = await deps.redis.rateLimit(
+        1,
+        deps.keys.rateLimit(keyId),
+        String(rate),
+        String(burst),
+        String(now),
+        String(leaseSize(rate)),
+      );
+      if (granted < 1) lease.deniedUntil = now + Math.max(1, retryMs);
+      else {
+        lease.tokens = granted;
+        lease.expires = now + LEASE_MS;
+      }
+    } finally {
+      lease.refill = null;
+    }
+  };
   return async (c, next) => {
     const key = c.get('apiKey');
-    const now = deps.clock.now();
-    const lease = leases.get(key.id);
-    if (lease && lease.tokens > 0 && lease.expires > now) {
-      lease.tokens--;
-      return next();
+    let lease = leases.get(key.id);
+    if (!lease) {
+      lease = { tokens: 0, expires: 0, refill: null, deniedUntil: 0 };
+      leases.set(key.id, lease);
     }
-    const rate = key.rateLimitPerSecond ?? deps.config.RATE_LIMIT_PER_SECOND;
-    const burst = rate * deps.config.RATE_LIMIT_BURST_FACTOR;
-    const [granted, retryMs] = await deps.redis.rateLimit(
-      1,
-      deps.keys.rateLimit(key.id),
-      String(rate),
-      String(burst),
-      String(now),
-      String(leaseSize(rate)),
-    );
-    if (granted < 1) {
-      throw new AppError('RATE_LIMITED', 'Rate limit exceeded', {
-        'Retry-After': String(Math.max(1, Math.ceil(retryMs / 1000))),
-      });
+    for (;;) {
+      const now = deps.clock.now();
+      if (lease.tokens > 0 && lease.expires > now) {
+        lease.tokens--;
+        return next();
+      }
+      if (lease.deniedUntil > now) throw limited(lease.deniedUntil - now);
+      lease.tokens = 0;
+      if (!lease.refill) {
+        lease.refill = refill(key.id, key.rateLimitPerSecond ?? deps.config.RATE_LIMIT_PER_SECOND, lease);
+      }
+      // Redis errors surface here (503) for the request that waited on the failed lease.
+      await lease.refill;
     }
-    if (granted > 1) leases.set(key.id, { tokens: granted - 1, expires: now + LEASE_MS });
-    else leases.delete(key.id);
-    await next();
   };
 }

@@ -90,6 +90,8 @@ interface CachedWindow {
   namesEpoch: number;
   /** performance.now() when built: names in it are as fresh as the name cache allows. */
   at: number;
+  /** False for an empty window: no names in it, so it is valid for as long as the version is. */
+  named: boolean;
   body: Uint8Array<ArrayBuffer>;
 }
 
@@ -129,7 +131,8 @@ async function cachedBody(
   let ranked: Ranked[];
   if (hit) {
     version = await deps.redis.get(versionKey);
-    if (hit.version === version && hit.namesEpoch === epoch && at - hit.at < NAME_TTL_MS) return hit.body;
+    if (hit.version === version && (!hit.named || (hit.namesEpoch === epoch && at - hit.at < NAME_TTL_MS)))
+      return hit.body;
     ranked = await rankingsWindow(deps, b, run, group, window);
   } else {
     [version, ranked] = await Promise.all([
@@ -138,7 +141,7 @@ async function cachedBody(
     ]);
   }
   const body = Buffer.from(`${head},"rankings":${await renderRankings(deps, ranked)}}`);
-  windows.set(key, { version, namesEpoch: epoch, at, body });
+  windows.set(key, { version, namesEpoch: epoch, at, body, named: ranked.length > 0 });
   return body;
 }
 
