@@ -23,6 +23,42 @@ export function parseApiKey(key: string): { prefix: string; secret: string } | n
   return m ? { prefix: m[1]!, secret: m[2]! } : null;
 }
 
+/**
+ * Secrets this process has already verified, per configuration snapshot (a new snapshot, e.g. after a
+ * key was revoked, starts empty): prefix -> the row and the secret that hashed to its hash. A request
+ * presenting the same key again is checked with a constant-time comparison instead of a SHA-256.
+ */
+const verified = new WeakMap<object, Map<string, { row: ApiKeyRow; secret: Buffer }>>();
+
+/**
+ * Like verifyApiKey, remembering successful verifications for as long as `snapshot` is current.
+ * Only keys that verified are remembered, so unknown or wrong keys cannot grow the cache.
+ */
+export function verifyApiKeyCached(
+  presented: string | undefined,
+  kind: ApiKeyKind,
+  snapshot: { apiKeysByPrefix: Map<string, ApiKeyRow> },
+): ApiKeyRow | null {
+  if (!presented) return null;
+  const parsed = parseApiKey(presented.trim());
+  if (!parsed) return null;
+  let known = verified.get(snapshot);
+  if (!known) {
+    known = new Map();
+    verified.set(snapshot, known);
+  }
+  const hit = known.get(parsed.prefix);
+  if (hit) {
+    const secret = Buffer.from(parsed.secret);
+    if (secret.length === hit.secret.length && timingSafeEqual(secret, hit.secret)) {
+      return hit.row.kind === kind ? hit.row : null;
+    }
+  }
+  const row = verifyApiKey(presented, kind, (p) => snapshot.apiKeysByPrefix.get(p));
+  if (row) known.set(parsed.prefix, { row, secret: Buffer.from(parsed.secret) });
+  return row;
+}
+
 /** Returns the key row when `presented` is a valid, active key of `kind`; compares hashes in constant time. */
 export function verifyApiKey(
   presented: string | undefined,

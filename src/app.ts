@@ -3,10 +3,8 @@ import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
 import type { AppEnv } from './http/env';
-import { requireApiKey } from './http/middleware/auth';
-import { bodyLimit } from './http/middleware/body-limit';
-import { browserGuard } from './http/middleware/browser-guard';
-import { rateLimit } from './http/middleware/rate-limit';
+import { apiGuard } from './http/middleware/guard';
+import { rateLimiter } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
 import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
 import { adminRoutes } from './http/routes/admin';
@@ -40,17 +38,13 @@ export function createApp(deps: Deps) {
   );
 
   // Order of checks (application-api §5.3): 413, browser refusal, 401, 429, then routing.
-  const guard = browserGuard(deps);
-  const limited = rateLimit(deps);
-  const app1 = bodyLimit(deps.config.BODY_LIMIT_BYTES);
-  app.use('/v1/*', app1, guard, requireApiKey(deps, 'application'), limited);
-  app.use('/api/*', app1, guard, requireApiKey(deps, 'application'), limited);
+  const limiter = rateLimiter(deps);
+  const application = apiGuard(deps, { maxBody: deps.config.BODY_LIMIT_BYTES, kind: 'application', limiter });
+  app.use('/v1/*', application);
+  app.use('/api/*', application);
   app.use(
     '/admin/v1/*',
-    bodyLimit(deps.config.ADMIN_BODY_LIMIT_BYTES),
-    guard,
-    requireApiKey(deps, 'admin'),
-    limited,
+    apiGuard(deps, { maxBody: deps.config.ADMIN_BODY_LIMIT_BYTES, kind: 'admin', limiter }),
   );
 
   const v1 = v1Routes(deps, registry);

@@ -348,37 +348,38 @@ function scriptError(code: string): AppError {
 
 /**
  * Counters and indexes that span users (user count, achievement completions, points totals, streak
- * rankings) live in their own slot and are updated after the user's script; the history writer
- * repairs them from the outbox after a crash between the two.
+ * rankings) live in their own slot and are updated after the user's script, in one call of
+ * lua/updateGlobals.lua; the history writer repairs them from the outbox after a crash between the two.
  */
 async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
   const g = deps.keys.global;
-  const pipe = deps.redis.pipeline();
-  const userId = r.userId;
-  if (r.created) {
-    pipe.incr(g.userCount);
-    pipe.zadd(g.userIds, 'NX', r.now, userId);
-  }
-  for (const c of r.completions) pipe.hincrby(g.achievementCompletions, c.id, 1);
-  for (const p of r.points) pipe.zadd(g.pointsTotals(p.sys), p.total, userId);
-  if (r.created) {
-    // Every user counts in histograms, with 0 until they earn points (semantics §7.2).
-    for (const sys of deps.catalog.snapshot.systems) pipe.zadd(g.pointsTotals(sys.id), 'NX', 0, userId);
-  }
-  if (r.streak.changed) {
-    if (r.streak.length > 0) {
-      pipe.zadd(g.streakActive, r.streak.length, userId);
-      pipe.hset(g.streakActiveMeta, userId, `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}`);
-      pipe.zadd(g.streakLongest, 'GT', r.streak.length, userId);
-      if (r.streak.extended) pipe.hsetnx(g.streakLongestAt, `${userId}|${r.streak.length}`, String(r.now));
-    } else {
-      pipe.zrem(g.streakActive, userId);
-      pipe.hdel(g.streakActiveMeta, userId);
-    }
-  }
-  if (pipe.length === 0) return;
+  const totals = new Map<string, string>();
+  if (r.created) for (const sys of deps.catalog.snapshot.systems) totals.set(sys.id, '');
+  for (const p of r.points) totals.set(p.sys, String(p.total));
+  const streak = r.streak.changed ? (r.streak.length > 0 ? 'set' : 'del') : '';
+  if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return;
   try {
-    await pipe.exec();
+    await deps.redis.updateGlobals(
+      7 + totals.size,
+      g.userCount,
+      g.userIds,
+      g.achievementCompletions,
+      g.streakActive,
+      g.streakActiveMeta,
+      g.streakLongest,
+      g.streakLongestAt,
+      ...[...totals.keys()].map((id) => g.pointsTotals(id)),
+      r.userId,
+      String(r.now),
+      r.created ? '1' : '0',
+      streak,
+      String(r.streak.length),
+      streak === 'set' ? `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}` : '',
+      r.streak.extended ? '1' : '0',
+      String(r.completions.length),
+      ...r.completions.map((c) => c.id),
+      ...totals.values(),
+    );
   } catch (err) {
     deps.logger.warn({ err }, 'global indexes not updated; the history writer will repair them');
   }

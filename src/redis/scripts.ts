@@ -10,7 +10,14 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
  * `--!include lib/<name>.lua`). Every script takes a variable number of keys, so each call passes
  * the key count first; ioredis sends EVALSHA and falls back to EVAL after a script flush.
  */
-export const SCRIPT_NAMES = ['applyUserOp', 'claimDue', 'rateLimit', 'readWindow', 'updateBoard'] as const;
+export const SCRIPT_NAMES = [
+  'applyUserOp',
+  'claimDue',
+  'rateLimit',
+  'readWindow',
+  'updateBoard',
+  'updateGlobals',
+] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
@@ -19,6 +26,7 @@ declare module 'ioredis' {
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+    updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number>, Context>;
     rateLimit(numKeys: number, ...keysAndArgs: string[]): Result<[number, number], Context>;
   }

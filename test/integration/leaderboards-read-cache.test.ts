@@ -106,4 +106,23 @@ describe('cached leaderboard reads', () => {
       windowReads.mockRestore();
     }
   });
+
+  it('reads that start in the same tick share one version read, and a write after them still shows', async () => {
+    const versionKey = t.deps.keys.board(board.id).version;
+    const gets = vi.spyOn(t.deps.redis, 'get');
+    const versionGets = () =>
+      gets.mock.calls.filter((args, i) => gets.mock.contexts[i] === t.deps.redis && args[0] === versionKey)
+        .length;
+    try {
+      const reads = await Promise.all(Array.from({ length: 5 }, () => getBoard(t, board.key, { limit: 2 })));
+      expect(new Set(reads.map((r) => JSON.stringify(r.body.rankings))).size).toBe(1);
+      // One GET on a single Redis (auto-pipelined: written when the tick ends); one each on Cluster.
+      expect(versionGets()).toBe('nodes' in t.deps.redis ? 5 : 1);
+      await send(t, m.key, 'rc-d', 100);
+      const after = await Promise.all(Array.from({ length: 3 }, () => getBoard(t, board.key, { limit: 1 })));
+      for (const r of after) expect(r.body.rankings[0]).toMatchObject({ userId: 'rc-d' });
+    } finally {
+      gets.mockRestore();
+    }
+  });
 });

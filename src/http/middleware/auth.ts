@@ -1,16 +1,15 @@
-import type { MiddlewareHandler } from 'hono';
-import { type ApiKeyKind, verifyApiKey } from '../../api-keys';
+import type { Context } from 'hono';
+import { type ApiKeyKind, verifyApiKeyCached } from '../../api-keys';
 import type { Deps } from '../../deps';
 import { unauthorized } from '../../errors';
 
-/** Requires an active X-API-KEY of `kind`; the key row is stored on the context as `apiKey`. */
-export function requireApiKey(deps: Deps, kind: ApiKeyKind): MiddlewareHandler {
-  return async (c, next) => {
+/** Checks for an active X-API-KEY of `kind` and stores its row on the context as `apiKey`. */
+export function authenticate(deps: Deps, kind: ApiKeyKind): (c: Context) => void {
+  return (c) => {
     const presented = c.req.header('x-api-key');
     if (!presented) throw unauthorized('Missing X-API-KEY header');
-    const row = verifyApiKey(presented, kind, (p) => deps.catalog.snapshot.apiKeysByPrefix.get(p));
+    const row = verifyApiKeyCached(presented, kind, deps.catalog.snapshot);
     if (!row) throw unauthorized('Invalid API key');
     c.set('apiKey', row);
-    await next();
   };
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { Context, MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import { AppError } from '../../errors';
 import type { AppEnv } from '../env';
 
@@ -11,19 +11,20 @@ const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 /**
  * 413 before authentication (application-api §5.3): from a declared Content-Length at once; a body
  * without one (chunked, or an in-process request) is read here, within the limit, and kept for the
- * route. Unlike Hono's bodyLimit it never builds a WHATWG Request on @hono/node-server.
+ * route. Unlike Hono's bodyLimit it never builds a WHATWG Request on @hono/node-server. Synchronous
+ * when the request declares its length (the usual case).
  */
-export function bodyLimit(maxSize: number): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    c.set('bodyLimit', maxSize);
-    const declared = c.req.header('content-length');
-    if (declared !== undefined) {
-      if (Number(declared) > maxSize) throw tooLarge(maxSize);
-    } else if (!BODYLESS.has(c.req.method)) {
-      c.set('rawBody', await readBody(c));
-    }
-    await next();
-  };
+export function checkBodyLimit(c: Context<AppEnv>, maxSize: number): Promise<void> | undefined {
+  c.set('bodyLimit', maxSize);
+  const declared = c.req.header('content-length');
+  if (declared !== undefined) {
+    if (Number(declared) > maxSize) throw tooLarge(maxSize);
+    return undefined;
+  }
+  if (BODYLESS.has(c.req.method)) return undefined;
+  return readBody(c).then((body) => {
+    c.set('rawBody', body);
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 
@@ -8,9 +8,9 @@ import { AppError } from '../../errors';
  * request and `Sec-Fetch-Site` on every request; server runtimes do not. `Sec-Fetch-Mode: cors`
  * alone is NOT a marker: Node's fetch (and so the Trophy Node SDK) sends it on every request.
  */
-export function browserGuard(deps: Deps): MiddlewareHandler {
+export function browserCheck(deps: Deps): (c: Context) => void {
   const allowed = new Set(deps.config.ALLOWED_ORIGINS);
-  return async (c, next) => {
+  return (c) => {
     const origin = c.req.header('origin');
     const fromBrowser = origin !== undefined || c.req.header('sec-fetch-site') !== undefined;
     if (fromBrowser && !(origin !== undefined && allowed.has(origin))) {
@@ -19,6 +19,5 @@ export function browserGuard(deps: Deps): MiddlewareHandler {
         'API keys are server-side secrets: requests from browsers are refused (allow an origin with ALLOWED_ORIGINS)',
       );
     }
-    await next();
   };
 }

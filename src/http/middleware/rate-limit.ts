@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context } from 'hono';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
 import type { AppEnv } from '../env';
@@ -33,7 +33,7 @@ const limited = (retryMs: number) =>
  * empty bucket the key is refused locally until its next token is due, so neither a burst nor a
  * client that ignores 429 multiplies the calls to Redis.
  */
-export function rateLimit(deps: Deps): MiddlewareHandler<AppEnv> {
+export function rateLimiter(deps: Deps): (c: Context<AppEnv>) => Promise<void> | undefined {
   const leases = new Map<string, Lease>();
   const refill = async (keyId: string, rate: number, lease: Lease): Promise<void> => {
     const burst = rate * deps.config.RATE_LIMIT_BURST_FACTOR;
@@ -56,26 +56,26 @@ export function rateLimit(deps: Deps): MiddlewareHandler<AppEnv> {
       lease.refill = null;
     }
   };
-  return async (c, next) => {
-    const key = c.get('apiKey');
-    let lease = leases.get(key.id);
+  /** Spends one token, or throws 429; a promise only while a lease is being fetched. */
+  const spend = (keyId: string, rate: number): Promise<void> | undefined => {
+    let lease = leases.get(keyId);
     if (!lease) {
       lease = { tokens: 0, expires: 0, refill: null, deniedUntil: 0 };
-      leases.set(key.id, lease);
+      leases.set(keyId, lease);
     }
-    for (;;) {
-      const now = deps.clock.now();
-      if (lease.tokens > 0 && lease.expires > now) {
-        lease.tokens--;
-        return next();
-      }
-      if (lease.deniedUntil > now) throw limited(lease.deniedUntil - now);
-      lease.tokens = 0;
-      if (!lease.refill) {
-        lease.refill = refill(key.id, key.rateLimitPerSecond ?? deps.config.RATE_LIMIT_PER_SECOND, lease);
-      }
-      // Redis errors surface here (503) for the request that waited on the failed lease.
-      await lease.refill;
+    const now = deps.clock.now();
+    if (lease.tokens > 0 && lease.expires > now) {
+      lease.tokens--;
+      return undefined;
     }
+    if (lease.deniedUntil > now) throw limited(lease.deniedUntil - now);
+    lease.tokens = 0;
+    if (!lease.refill) lease.refill = refill(keyId, rate, lease);
+    // Redis errors surface here (503) for every request that waited on the failed lease.
+    return lease.refill.then(() => spend(keyId, rate));
+  };
+  return (c) => {
+    const key = c.get('apiKey');
+    return spend(key.id, key.rateLimitPerSecond ?? deps.config.RATE_LIMIT_PER_SECOND);
   };
 }

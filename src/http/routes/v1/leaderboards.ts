@@ -102,6 +102,25 @@ const windows = new LRUCache<string, CachedWindow>({
   sizeCalculation: (w, key) => w.body.byteLength + key.length,
 });
 
+/** Board version reads of the current tick, shared by the reads that start in it. */
+const versionReads = new Map<string, Promise<string | null>>();
+
+/**
+ * The board's ranking version. With auto-pipelining (a single Redis) commands are written when the
+ * tick ends, so every read that joins a GET of this tick still sends it after it started: one GET per
+ * board per tick instead of one per request. On Cluster (commands go out at once) each read sends its own.
+ */
+function readVersion(deps: Deps, key: string): Promise<string | null> {
+  if ('nodes' in deps.redis || !deps.redis.options.enableAutoPipelining) return deps.redis.get(key);
+  let read = versionReads.get(key);
+  if (!read) {
+    read = deps.redis.get(key);
+    if (versionReads.size === 0) setImmediate(() => versionReads.clear());
+    versionReads.set(key, read);
+  }
+  return read;
+}
+
 /**
  * The body of a read of a live ranking (from an offset, or around a user), served from an encoded
  * copy while the board's ranking version is unchanged: one GET instead of range reads, name look-ups
@@ -130,13 +149,13 @@ async function cachedBody(
   let version: string | null;
   let ranked: Ranked[];
   if (hit) {
-    version = await deps.redis.get(versionKey);
+    version = await readVersion(deps, versionKey);
     if (hit.version === version && (!hit.named || (hit.namesEpoch === epoch && at - hit.at < NAME_TTL_MS)))
       return hit.body;
     ranked = await rankingsWindow(deps, b, run, group, window);
   } else {
     [version, ranked] = await Promise.all([
-      deps.redis.get(versionKey),
+      readVersion(deps, versionKey),
       rankingsWindow(deps, b, run, group, window),
     ]);
   }
