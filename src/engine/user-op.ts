@@ -6,7 +6,7 @@ import { AppError, isInfrastructureError, notFound, unavailable, unprocessable }
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
-import { addDays, dayIndex, instantOfLocalMidnight, localDate, periodBounds, periodIndex } from './periods';
+import { dayIndex, localDate, periodIndex } from './periods';
 import { applyBoardUpdates, type BoardMove, rememberUserName } from './leaderboards';
 import { planFor, type Plan } from './plan';
 import { streakExpiry } from './streak-expiry';
