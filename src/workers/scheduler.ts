@@ -282,7 +282,7 @@ export class Scheduler {
     const max = this.opts.maxSlotsPerMember ?? 1000;
     while (slot <= now && n < max) {
       try {
-        const _r = await runUserOp(this.deps, {
+        await runUserOp(this.deps, {
           kind: 'grant',
           user: { id: userId },
           triggerIds: [triggerId],
@@ -340,7 +340,7 @@ export class Scheduler {
           // A no-op upsert: the user's script resolves every ended period (freeze, pause or break)
           // and writes the outcome, webhooks included, to the outbox; the history writer then
           // re-scores the member from the new state (or removes it after a break).
-          const _r = await runUserOp(this.deps, { kind: 'upsert', user: { id: userId }, mustExist: true });
+          await runUserOp(this.deps, { kind: 'upsert', user: { id: userId }, mustExist: true });
           n++;
         } catch (err) {
           if (err instanceof AppError && err.code === 'NOT_FOUND') await this.deps.redis.zrem(k, userId);
