@@ -52,8 +52,27 @@ export function runByIndex(board: BoardTiming, index: number): Run | null {
   return { index, start, end };
 }
 
-/** The run containing a date, or null when the date is outside the board's life. O(1). */
-export function runContaining(board: BoardTiming, date: string): Run | null {
+/** Runs already found, per board object (snapshot rows are immutable) and date; bounded per board. */
+const containing = new WeakMap<BoardTiming, Map<string, Readonly<Run> | null>>();
+
+/**
+ * The run containing a date, or null when the date is outside the board's life. O(1); every event
+ * asks it for each of its boards with one of a handful of dates, so answers are remembered.
+ */
+export function runContaining(board: BoardTiming, date: string): Readonly<Run> | null {
+  let known = containing.get(board);
+  const hit = known?.get(date);
+  if (hit !== undefined) return hit;
+  const run = computeRunContaining(board, date);
+  if (!known) {
+    known = new Map();
+    containing.set(board, known);
+  } else if (known.size >= 1000) known.clear();
+  known.set(date, run ? Object.freeze(run) : null);
+  return run;
+}
+
+function computeRunContaining(board: BoardTiming, date: string): Run | null {
   assertInterval(board);
   parseDate(date);
   if (date < board.start || (board.end !== null && date > board.end)) return null;

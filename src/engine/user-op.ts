@@ -102,11 +102,36 @@ const tzCache = new LRUCache<string, string>({ max: 200_000 });
 export const asArray = <T>(v: T[] | Record<string, never> | undefined | null): T[] =>
   Array.isArray(v) ? v : [];
 
-function boostsFor(snap: Snapshot, plan: Plan, userId: string, date: string) {
-  const out: Record<
-    string,
-    Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>
-  > = {};
+type BoostInput = Record<
+  string,
+  Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>
+>;
+
+/** Boosts of a plan's systems active on a date, when none of them is user-specific (per plan: per snapshot). */
+const sharedBoosts = new WeakMap<Plan, { personal: boolean; byDate: Map<string, BoostInput> }>();
+
+/** The boosts active for this user on a local date, per system of the plan. */
+function boostsFor(snap: Snapshot, plan: Plan, userId: string, date: string): BoostInput {
+  let shared = sharedBoosts.get(plan);
+  if (!shared) {
+    const personal = plan.systems.some((ps) =>
+      snap.systemsById.get(ps.id)!.boosts.some((b) => b.userId !== null),
+    );
+    shared = { personal, byDate: new Map() };
+    sharedBoosts.set(plan, shared);
+  }
+  if (shared.personal) return computeBoosts(snap, plan, userId, date);
+  let out = shared.byDate.get(date);
+  if (!out) {
+    if (shared.byDate.size >= 1000) shared.byDate.clear();
+    out = computeBoosts(snap, plan, userId, date);
+    shared.byDate.set(date, out);
+  }
+  return out;
+}
+
+function computeBoosts(snap: Snapshot, plan: Plan, userId: string, date: string): BoostInput {
+  const out: BoostInput = {};
   for (const ps of plan.systems) {
     const sys = snap.systemsById.get(ps.id)!;
     const list = sys.boosts
