@@ -80,28 +80,37 @@ export const scheduleHook: RecordHook = async (_tx, entries: OutboxEntry[], deps
   const triggers = activeTimeTriggers(snap);
   const earn = autoEarn(snap);
   const streakOn = snap.streak.enabled && snap.streak.conditions.length > 0;
-  const pipe = crossSlotPipeline(deps.redis);
+  // One command per key for the whole batch: NX members in record order (the first one counts),
+  // streak members by user (the last record wins: a due time or a removal).
+  const timeTriggers: Array<string | number> = [];
+  const freezes: Array<string | number> = [];
+  const streaks = new Map<string, number | null>();
   for (const { record: r } of entries) {
     if (r.created) {
       for (const t of triggers) {
         const anchor = Math.max(r.now, ms(t.activatedAt));
-        pipe.zadd(
-          k.timeTriggers,
-          'NX',
-          anchor + triggerIntervalMs(t),
-          `${t.id}|${ms(t.activatedAt)}|${r.user}`,
-        );
+        timeTriggers.push(anchor + triggerIntervalMs(t), `${t.id}|${ms(t.activatedAt)}|${r.user}`);
       }
-      if (earn)
-        pipe.zadd(k.freezes, 'NX', Math.max(r.now, earn.since) + earn.intervalMs, `${earn.since}|${r.user}`);
+      if (earn) freezes.push(Math.max(r.now, earn.since) + earn.intervalMs, `${earn.since}|${r.user}`);
     }
     const s = r.streak;
     if (streakOn && s && s.length > 0 && s.lastMet !== undefined && s.lastMet !== null) {
-      pipe.zadd(k.streaks, streakDueMs(r.freq ?? snap.streak.frequency, s.lastMet, r.tz), r.user);
+      streaks.set(r.user, streakDueMs(r.freq ?? snap.streak.frequency, s.lastMet, r.tz));
     } else if (s) {
-      pipe.zrem(k.streaks, r.user);
+      streaks.set(r.user, null);
     }
   }
+  const due: Array<string | number> = [];
+  const gone: string[] = [];
+  for (const [user, at] of streaks) {
+    if (at === null) gone.push(user);
+    else due.push(at, user);
+  }
+  const pipe = crossSlotPipeline(deps.redis);
+  if (timeTriggers.length) pipe.zadd(k.timeTriggers, 'NX', ...timeTriggers);
+  if (freezes.length) pipe.zadd(k.freezes, 'NX', ...freezes);
+  if (due.length) pipe.zadd(k.streaks, ...due);
+  if (gone.length) pipe.zrem(k.streaks, ...gone);
   if (pipe.length) await pipe.exec();
 };
 
