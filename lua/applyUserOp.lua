@@ -18,6 +18,9 @@ KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
 KEYS[7] idempotency hash    KEYS[8] board values hash    KEYS[9] shard outbox stream
 KEYS[10] this op's reply marker (kept 10 s: a retried call with the same op id returns it)
 KEYS[10 + i] recent awards list of plan.systems[i]
+KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
+             here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
+KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot)
 ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
@@ -32,6 +35,7 @@ Nothing is written before every error check has passed.
 ]]
 
 --!include lib/common.lua
+--!include lib/board.lua
 
 local K_PROFILE, K_METRICS, K_COUNTERS, K_ACH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_POINTS, K_STREAK, K_IDEM, K_BOARDS, K_OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -538,6 +542,33 @@ for _, b in ipairs(input.boards or {}) do
   end
 end
 
+-- Board moves applied here (input.fuse, on a single Redis): the same script the caller would run
+-- next (lib/board.lua), for boards without breakdowns, so an event needs one call instead of one per
+-- board. A board whose stored group differs (its breakdowns were removed) answers err = 'GROUP'
+-- without writing anything and is left to the caller.
+local moves = nil
+if input.fuse then
+  local valueOf = {}
+  for _, b in ipairs(boards) do valueOf[b.id .. '|' .. b.run] = b.value end
+  local applied = {}
+  for _, f in ipairs(input.fuse) do
+    local value = valueOf[f.id .. '|' .. f.run]
+    if value then
+      local K = {}
+      for j = 1, f.kn do K[j] = KEYS[f.ki + j - 1] end
+      local m = updateBoard(K, { user.id, value, fmt(seq), fmt(now), '', tostring(f.max), '0', '0' })
+      m.id = f.id
+      moves = moves or {}
+      moves[#moves + 1] = m
+      if not m.err then
+        applied[#applied + 1] = f.id
+        applied[#applied + 1] = fmt(seq)
+      end
+    end
+  end
+  if #applied > 0 then redis.call('HSET', KEYS[input.appliedKi], unpack(applied)) end
+end
+
 local battrs = {}
 for _, k in ipairs(plan.breakdownKeys or {}) do
   if attrs[k] then battrs[k] = attrs[k] end
@@ -597,6 +628,7 @@ local reply = cjson.encode({
   battrs = battrs,
   -- Events do not need the profile back (it is most of the reply otherwise).
   profile = op ~= 'event' and prof or nil,
+  moves = moves,
 })
 redis.call('SET', K_OP, reply, 'PX', 10000)
 return reply

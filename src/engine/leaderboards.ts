@@ -41,6 +41,36 @@ export function decodeGroup(snap: Snapshot, board: LeaderboardRow, group: string
   return keys.map((key, i) => ({ key, value: values[i] ?? '' }));
 }
 
+/** The change streams of boards are written only while someone listens to rank changes. */
+export const listensToRankChanges = (snap: Snapshot) =>
+  snap.webhookEndpoints.some(
+    (e) =>
+      e.enabled &&
+      (e.eventTypes.includes('leaderboard.rank_changed') || e.eventTypes.includes('leaderboard.changed')),
+  );
+
+/** A board move from the board script's reply (lua/lib/board.lua). */
+export function boardMove(
+  snap: Snapshot,
+  board: LeaderboardRow,
+  run: Run,
+  group: string,
+  reply: { prevRank?: number; rank?: number; prevValue?: string; value?: string; threshold?: string },
+): BoardMove {
+  const conv = (v: unknown) => (v === undefined || v === null ? null : boardValue(board, v as string));
+  return {
+    board,
+    run,
+    group,
+    groupValues: decodeGroup(snap, board, group),
+    prevRank: reply.prevRank ?? null,
+    rank: reply.rank ?? null,
+    prevValue: conv(reply.prevValue),
+    value: conv(reply.value),
+    threshold: conv(reply.threshold) ?? 0,
+  };
+}
+
 /**
  * Applies the board values an op produced: one script call per board on the board's slot.
  * Returns the moves, in configuration order.
@@ -61,12 +91,7 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
       const bk = deps.keys.board(board.id);
       for (let attempt = 0; attempt < 2; attempt++) {
         // The change stream only while someone listens to leaderboard.rank_changed / changed.
-        const changes = snap.webhookEndpoints.some(
-          (e) =>
-            e.enabled &&
-            (e.eventTypes.includes('leaderboard.rank_changed') ||
-              e.eventTypes.includes('leaderboard.changed')),
-        );
+        const changes = listensToRankChanges(snap);
         const raw = await deps.redis.updateBoard(
           changes ? 6 : 5,
           bk.members(run.start),
@@ -89,18 +114,7 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
           group = reply.group;
           continue;
         }
-        const conv = (v: unknown) => (v === undefined || v === null ? null : boardValue(board, v as string));
-        return {
-          board,
-          run,
-          group,
-          groupValues: decodeGroup(snap, board, group),
-          prevRank: reply.prevRank ?? null,
-          rank: reply.rank ?? null,
-          prevValue: conv(reply.prevValue),
-          value: conv(reply.value),
-          threshold: conv(reply.threshold) ?? 0,
-        } satisfies BoardMove;
+        return boardMove(snap, board, run, group, reply);
       }
       return null;
     }),

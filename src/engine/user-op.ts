@@ -7,7 +7,13 @@ import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
 import { dayIndex, localDate, periodIndex } from './periods';
-import { applyBoardUpdates, type BoardMove, rememberUserName } from './leaderboards';
+import {
+  applyBoardUpdates,
+  type BoardMove,
+  boardMove,
+  listensToRankChanges,
+  rememberUserName,
+} from './leaderboards';
 import { planFor, type Plan } from './plan';
 import { streakExpiry } from './streak-expiry';
 import { runContaining, runFinalizationMs } from './runs';
@@ -194,6 +200,72 @@ function luaUser(u: UserInput) {
   };
 }
 
+/** A board the user script moves the user on (lua/applyUserOp.lua, input.fuse). */
+interface FusedBoard {
+  id: string;
+  run: string;
+  /** KEYS index of the board's first key, and how many there are. */
+  ki: number;
+  kn: number;
+  max: number;
+}
+
+/**
+ * On a single Redis every key is reachable from one script, so the user script also applies the
+ * moves on boards without breakdowns (their group is known before the op) that are not streak boards
+ * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
+ * per board. Returns the script's keys and sets input.fuse / input.appliedKi. Cluster: no change.
+ */
+function fuseBoards(
+  deps: Deps,
+  boards: Array<{ id: string; run: string; kind: string }>,
+  userId: string,
+  userKeys: string[],
+  input: { fuse?: FusedBoard[] | undefined; appliedKi?: number | undefined },
+): string[] {
+  if (boards.length === 0 || 'nodes' in deps.redis) return userKeys;
+  const snap = deps.catalog.snapshot;
+  const keys = [...userKeys];
+  const fuse: FusedBoard[] = [];
+  const changes = listensToRankChanges(snap);
+  for (const u of boards) {
+    const board = snap.leaderboardsById.get(u.id);
+    if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
+    const bk = deps.keys.board(board.id);
+    const ki = keys.length + 1;
+    keys.push(
+      bk.members(u.run),
+      bk.ranking(u.run, ''),
+      bk.history(u.run, userId),
+      bk.historyPrefix(u.run),
+      bk.version,
+    );
+    if (changes) keys.push(bk.changes);
+    fuse.push({ id: board.id, run: u.run, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
+  }
+  if (fuse.length === 0) return userKeys;
+  keys.push(deps.keys.user(userId).applied);
+  input.fuse = fuse;
+  input.appliedKi = keys.length;
+  return keys;
+}
+
+/** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
+function fusedMoves(
+  snap: Snapshot,
+  r: UserOpResult,
+  replies: Array<{ id: string; err?: string } & Parameters<typeof boardMove>[4]>,
+): Map<string, BoardMove> {
+  const out = new Map<string, BoardMove>();
+  for (const m of replies) {
+    const board = snap.leaderboardsById.get(m.id);
+    const run = board ? runContaining(board, r.localDate) : null;
+    if (m.err || !board || !run) continue;
+    out.set(m.id, boardMove(snap, board, run, '', m));
+  }
+  return out;
+}
+
 /**
  * Applies one op to one user in a single atomic script call (plus a retry when the user's time
  * zone was not the one assumed). Global counters are updated afterwards, outside the user's slot.
@@ -269,9 +341,13 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards: boardsFor(snap, plan, op, now, date),
+      fuse: undefined as FusedBoard[] | undefined,
+      appliedKi: undefined as number | undefined,
     };
+    // On a single Redis the user script also moves the user on boards without breakdowns.
+    const callKeys = fuseBoards(deps, input.boards, op.user.id, allKeys, input);
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(allKeys.length, ...allKeys, compiled.json, JSON.stringify(input)),
+      deps.redis.applyUserOp(callKeys.length, ...callKeys, compiled.json, JSON.stringify(input)),
     );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
@@ -321,12 +397,19 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     if (reply.already) result.already = JSON.parse(reply.already);
     if (typeof reply.granted === 'number') result.granted = reply.granted;
     if (reply.restore) result.restore = reply.restore;
+    // Board moves the user script made; the rest are applied here, one script per board.
+    const fused = fusedMoves(snap, result, asArray(reply.moves));
+    const rest = fused.size ? result.boards.filter((b) => !fused.has(b.id)) : result.boards;
     // Cross-slot follow-ups, issued together (one socket write with auto-pipelining).
     const [, moves] = await Promise.all([
       updateGlobals(deps, result),
-      result.boards.length ? applyBoardUpdates(deps, result) : Promise.resolve([]),
+      rest.length ? applyBoardUpdates(deps, { ...result, boards: rest }) : Promise.resolve([]),
     ]);
-    result.boardMoves = moves;
+    result.boardMoves = fused.size
+      ? result.boards
+          .map((b) => fused.get(b.id) ?? moves.find((m) => m.board.id === b.id))
+          .filter((m): m is BoardMove => m !== undefined)
+      : moves;
     if (moves.length) {
       // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
       const applied = Object.fromEntries(moves.map((m) => [m.board.id, String(result.seq)]));

@@ -1,0 +1,167 @@
+-- updateBoard as a function, inlined by `--!include lib/board.lua`: lua/updateBoard.lua calls it for
+-- one board; lua/applyUserOp.lua calls it for the boards of an event on a single Redis (where every
+-- key is reachable from one script). K and A are that call's KEYS and ARGV as lua/updateBoard.lua
+-- documents them; the reply is the same, as a table.
+local function updateBoard(K, A)
+  local K_MEMBERS, K_RANKING, K_HIST, HIST_PREFIX, K_VERSION = K[1], K[2], K[3], K[4], K[5]
+  local userId = A[1]
+  local value = tonumber(A[2])
+  local seq = tonumber(A[3])
+  local now = tonumber(A[4])
+  local group = A[5]
+  local max = tonumber(A[6])
+  local expires = A[7]
+  local isStreak = A[8] == '1'
+
+  local function fmtValue(n)
+    return string.format('%.0f', n)
+  end
+
+  local function memberOf(changedAt, id)
+    return string.format('%015.0f', changedAt) .. '|' .. id
+  end
+
+  local function split(s)
+    local out = {}
+    for part in string.gmatch(s, '([^|]*)|?') do out[#out + 1] = part end
+    return out
+  end
+
+  -- Every write to a ranking goes through here, so the version moves with each change.
+  local function bumpVersion()
+    if redis.call('INCR', K_VERSION) == 1 then
+      local t = redis.call('TIME')
+      redis.call('SET', K_VERSION, string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+    end
+  end
+  local rankingChanged = false
+  local function zrem(member)
+    redis.call('ZREM', K_RANKING, member)
+    rankingChanged = true
+  end
+  local function zadd(score, member)
+    redis.call('ZADD', K_RANKING, score, member)
+    rankingChanged = true
+  end
+
+  local function rankOf(member)
+    local r = redis.call('ZRANK', K_RANKING, member)
+    if r then return r + 1 end
+    return nil
+  end
+
+  local function threshold()
+    if redis.call('ZCARD', K_RANKING) < max then return 0 end
+    local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
+    return -tonumber(lowest[2])
+  end
+
+  -- A streak that broke without activity (expires reached) is never ranked (semantics §6.4).
+  local function lapsed(meta)
+    if not isStreak or not meta then return false end
+    local e = tonumber(split(meta)[5] or '0') or 0
+    return e > 0 and e <= now
+  end
+
+  local prevValue, prevChanged, prevSeq = nil, nil, -1
+  local stored = redis.call('HGET', K_MEMBERS, userId)
+  if stored then
+    local f = split(stored)
+    if f[3] ~= group then return { err = 'GROUP', group = f[3] } end
+    prevValue, prevChanged, prevSeq = tonumber(f[1]), tonumber(f[2]), tonumber(f[4])
+    -- The user was not shown before this update: treat the value as new (changed now, not ranked).
+    if lapsed(stored) then prevValue, prevChanged = nil, nil end
+  end
+
+  -- Streak boards: drop broken streaks first, so ranks, the threshold and the cap count live ones only.
+  if isStreak then
+    local all = redis.call('ZRANGE', K_RANKING, 0, -1)
+    if #all > 0 then
+      local ids = {}
+      for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end
+      local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
+      for i, m in ipairs(all) do
+        if lapsed(metas[i]) then zrem(m) end
+      end
+    end
+  end
+
+  local prevMember = prevChanged and memberOf(prevChanged, userId) or nil
+  local prevRank = prevMember and rankOf(prevMember) or nil
+  local rankedPrevValue = prevRank and prevValue or nil
+
+  -- A late or repeated update never moves a user backwards.
+  if seq <= prevSeq then
+    if rankingChanged then bumpVersion() end
+    return {
+      prevRank = prevRank, rank = prevRank, prevValue = rankedPrevValue, value = rankedPrevValue,
+      threshold = threshold(), stale = true,
+    }
+  end
+
+  local changedAt = prevChanged
+  if prevValue ~= value or prevChanged == nil then changedAt = now end
+  local member = memberOf(changedAt, userId)
+  local evicted = nil
+  local rank = nil
+
+  if prevRank and member ~= prevMember then zrem(prevMember) end
+  if value > 0 then
+    if prevRank or redis.call('ZCARD', K_RANKING) < max then
+      zadd(-value, member)
+    else
+      local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
+      if value > -tonumber(lowest[2]) then
+        zrem(lowest[1])
+        zadd(-value, member)
+        evicted = { member = lowest[1], value = -tonumber(lowest[2]) }
+      end
+    end
+    rank = rankOf(member)
+  end
+
+  redis.call('HSET', K_MEMBERS, userId, fmtValue(value) .. '|' .. string.format('%.0f', changedAt) .. '|' .. group .. '|'
+    .. string.format('%.0f', seq) .. '|' .. expires)
+
+  local rankedValue = rank and value or nil
+  local evictedUser = nil
+  if evicted then
+    evictedUser = string.sub(evicted.member, 17)
+    local e = cjson.encode({ t = now, pr = max, r = cjson.null, pv = fmtValue(evicted.value), v = cjson.null })
+    redis.call('LPUSH', HIST_PREFIX .. evictedUser, e)
+    redis.call('LTRIM', HIST_PREFIX .. evictedUser, 0, 99)
+  end
+
+  -- Change records for webhooks, atomic with the change itself.
+  if rankingChanged then bumpVersion() end
+
+  local K_CHANGES = K[6]
+  local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
+  local function change(u, pr, r, pv, v)
+    redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,
+      'pr', pr and fmtValue(pr) or '', 'r', r and fmtValue(r) or '', 'pv', pv and fmtValue(pv) or '',
+      'v', v and fmtValue(v) or '', 't', fmtValue(now))
+  end
+  if K_CHANGES and evicted then change(evictedUser, max, nil, evicted.value, nil) end
+  if prevRank ~= rank or rankedPrevValue ~= rankedValue then
+    local e = cjson.encode({
+      t = now,
+      pr = prevRank or cjson.null,
+      r = rank or cjson.null,
+      pv = rankedPrevValue and fmtValue(rankedPrevValue) or cjson.null,
+      v = rankedValue and fmtValue(rankedValue) or cjson.null,
+    })
+    redis.call('LPUSH', K_HIST, e)
+    redis.call('LTRIM', K_HIST, 0, 99)
+    if K_CHANGES then change(userId, prevRank, rank, rankedPrevValue, rankedValue) end
+  end
+
+  return {
+    prevRank = prevRank,
+    rank = rank,
+    prevValue = rankedPrevValue and fmtValue(rankedPrevValue),
+    value = rankedValue and fmtValue(rankedValue),
+    threshold = fmtValue(threshold()),
+    evicted = evictedUser,
+  }
+end

@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { createBoard, send, standings } from './leaderboards-helpers';
+
+// On a single Redis the user script also moves the user on boards without breakdowns (lua/applyUserOp.lua,
+// input.fuse); boards with breakdowns, streak boards and every board on Cluster get their own call of
+// lua/updateBoard.lua. Both paths must give the same rankings, response entries and repair markers.
+
+let t: TestServer;
+let m: { id: string; key: string };
+let plain: any;
+let byCity: any;
+
+beforeAll(async () => {
+  t = await createTestServer();
+  [m] = await adminCreate(t, '/metrics', [{ key: 'fz-m', name: 'M' }]);
+  const [city] = await adminCreate(t, '/attributes', [{ key: 'fz-city', name: 'City', type: 'user' }]);
+  plain = await createBoard(t, { key: 'fz-plain', rankBy: 'metric', metricId: m.id, maxParticipants: 2 });
+  byCity = await createBoard(t, {
+    key: 'fz-city',
+    rankBy: 'metric',
+    metricId: m.id,
+    breakdownAttributes: [city.id],
+  });
+});
+afterAll(async () => t.close());
+
+const cluster = () => 'nodes' in t.deps.redis;
+
+describe('board moves inside the user script', () => {
+  it('moves a user on a plain board in the user script, and on a breakdown board with its own call', async () => {
+    const boardCalls = vi.spyOn(t.deps.redis, 'updateBoard');
+    const calls = () => boardCalls.mock.contexts.filter((ctx) => ctx === t.deps.redis).length;
+    try {
+      const body = await send(t, m.key, { id: 'fz-a', attributes: { 'fz-city': 'paris' } }, 5);
+      expect(calls()).toBe(cluster() ? 2 : 1);
+      expect(body.leaderboards['fz-plain']).toMatchObject({ previousRank: null, rank: 1, threshold: 0 });
+      expect(body.leaderboards['fz-city']).toMatchObject({ previousRank: null, rank: 1 });
+      // Configuration order in the response, whichever path moved the board.
+      expect(Object.keys(body.leaderboards)).toEqual(['fz-plain', 'fz-city']);
+      // Both moves are marked applied, so the history writer does not repair them.
+      const applied = await t.deps.redis.hgetall(t.deps.keys.user('fz-a').applied);
+      expect(applied).toEqual({ [plain.id]: String(1), [byCity.id]: String(1) });
+    } finally {
+      boardCalls.mockRestore();
+    }
+  });
+
+  it('applies the cap, the strict-beat rule and eviction as the board script does', async () => {
+    await send(t, m.key, { id: 'fz-b', attributes: { 'fz-city': 'paris' } }, 3);
+    const full = await send(t, m.key, { id: 'fz-c', attributes: { 'fz-city': 'rome' } }, 3);
+    // A tie with the lowest of a full board does not enter.
+    expect(full.leaderboards['fz-plain']).toBeUndefined();
+    const beat = await send(t, m.key, { id: 'fz-c', attributes: { 'fz-city': 'rome' } }, 1);
+    expect(beat.leaderboards['fz-plain']).toMatchObject({ previousRank: null, rank: 2, threshold: 4 });
+    expect(await standings(t, plain.key)).toEqual([
+      ['fz-a', 5],
+      ['fz-c', 4],
+    ]);
+    expect(await standings(t, byCity.key, { userAttributes: 'fz-city:paris' })).toEqual([
+      ['fz-a', 5],
+      ['fz-b', 3],
+    ]);
+  });
+});
