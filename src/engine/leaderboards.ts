@@ -189,36 +189,54 @@ export async function rankingsWindow(
     return windowOf(all, opts);
   }
   if (board.rankBy === 'streak') return windowOf(await allRanked(deps, board, run, group), opts);
+  return (await liveWindow(deps, board, run, group, opts)).ranked;
+}
+
+/**
+ * A window of a live ranking (not finalised, not a streak board). A window around a user is one
+ * script call that also reads the board's ranking version (`version`; undefined for windows from an
+ * offset), so a cached read that missed needs no second command.
+ */
+export async function liveWindow(
+  deps: Deps,
+  board: LeaderboardRow,
+  run: Run,
+  group: string,
+  opts: { offset: number; limit: number; userId?: string | undefined },
+): Promise<{ ranked: Ranked[]; version?: string | null }> {
   const bk = deps.keys.board(board.id);
   const zkey = bk.ranking(run.start, group);
   let start = opts.offset;
   let flat: Array<string | number>;
+  let version: string | null | undefined;
   if (opts.userId !== undefined) {
-    // One call: the user's member entry, their index, and the window around it.
+    // One call: the version, the user's member entry, their index, and the window around it.
     const reply = await deps.redis.readWindow(
-      2,
+      3,
       bk.members(run.start),
       zkey,
+      bk.version,
       opts.userId,
       String(opts.offset),
       String(opts.limit),
     );
-    if (reply.length === 0) return [];
-    start = Number(reply[0]);
-    flat = reply.slice(1);
+    version = reply[0] === null || reply[0] === undefined ? null : String(reply[0]);
+    if (reply[1] === null || reply[1] === undefined) return { ranked: [], version };
+    start = Number(reply[1]);
+    flat = reply.slice(2) as Array<string | number>;
   } else {
-    if (opts.limit === 0) return [];
+    if (opts.limit === 0) return { ranked: [] };
     flat = await deps.redis.zrange(zkey, start, start + opts.limit - 1, 'WITHSCORES');
   }
-  const out: Ranked[] = [];
+  const ranked: Ranked[] = [];
   for (let i = 0; i < flat.length; i += 2) {
-    out.push({
+    ranked.push({
       userId: userOf(String(flat[i])),
       value: boardValue(board, -Number(flat[i + 1])),
       rank: start + i / 2 + 1,
     });
   }
-  return out;
+  return { ranked, version };
 }
 
 function windowOf(

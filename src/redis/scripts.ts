@@ -27,7 +27,7 @@ declare module 'ioredis' {
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number>, Context>;
+    readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;
     rateLimit(numKeys: number, ...keysAndArgs: string[]): Result<[number, number], Context>;
   }
 }

@@ -11,6 +11,7 @@ import {
   NAME_TTL_MS,
   namesEpoch,
   type Ranked,
+  liveWindow,
   rankingsWindow,
   runForRead,
   userHistory,
@@ -144,22 +145,32 @@ async function cachedBody(
   const hit = windows.get(key);
   const at = performance.now();
   const epoch = namesEpoch();
-  // The version is read before the ranking (same connection, in order), so a copy is at least as
-  // new as the version it is filed under: any later write moves the version past it.
-  let version: string | null;
-  let ranked: Ranked[];
+  // The version is read before the ranking (same connection, in order; around a user, in the same
+  // script call), so a copy is at least as new as the version it is filed under: any later write moves
+  // the version past it.
+  let version: string | null | undefined;
   if (hit) {
     version = await readVersion(deps, versionKey);
     if (hit.version === version && (!hit.named || (hit.namesEpoch === epoch && at - hit.at < NAME_TTL_MS)))
       return hit.body;
-    ranked = await rankingsWindow(deps, b, run, group, window);
-  } else {
-    [version, ranked] = await Promise.all([
-      readVersion(deps, versionKey),
-      rankingsWindow(deps, b, run, group, window),
-    ]);
   }
-  const body = Buffer.from(`${head},"rankings":${await renderRankings(deps, ranked)}}`);
+  let ranked: Ranked[];
+  if (window.userId !== undefined) {
+    const read = await liveWindow(deps, b, run, group, window);
+    ranked = read.ranked;
+    version = read.version ?? null;
+  } else if (version !== undefined) {
+    ranked = (await liveWindow(deps, b, run, group, window)).ranked;
+  } else {
+    const [v, read] = await Promise.all([
+      readVersion(deps, versionKey),
+      liveWindow(deps, b, run, group, window),
+    ]);
+    version = v;
+    ranked = read.ranked;
+  }
+  const rankings = ranked.length ? await renderRankings(deps, ranked) : '[]';
+  const body = Buffer.from(`${head},"rankings":${rankings}}`);
   windows.set(key, { version, namesEpoch: epoch, at, body, named: ranked.length > 0 });
   return body;
 }
