@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
+import { isCluster } from '../redis/client';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
@@ -214,16 +215,15 @@ interface FusedBoard {
  * On a single Redis every key is reachable from one script, so the user script also applies the
  * moves on boards without breakdowns (their group is known before the op) that are not streak boards
  * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
- * per board. Returns the script's keys and sets input.fuse / input.appliedKi. Cluster: no change.
+ * per board. Returns the script's keys with input.fuse / input.appliedKi. Cluster: no change.
  */
 function fuseBoards(
   deps: Deps,
-  boards: Array<{ id: string; run: string; kind: string }>,
+  boards: Array<{ id: string; run: string }>,
   userId: string,
   userKeys: string[],
-  input: { fuse?: FusedBoard[] | undefined; appliedKi?: number | undefined },
-): string[] {
-  if (boards.length === 0 || 'nodes' in deps.redis) return userKeys;
+): { keys: string[]; fuse?: FusedBoard[]; appliedKi?: number } {
+  if (boards.length === 0 || isCluster(deps.redis)) return { keys: userKeys };
   const snap = deps.catalog.snapshot;
   const keys = [...userKeys];
   const fuse: FusedBoard[] = [];
@@ -243,11 +243,9 @@ function fuseBoards(
     if (changes) keys.push(bk.changes);
     fuse.push({ id: board.id, run: u.run, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
   }
-  if (fuse.length === 0) return userKeys;
+  if (fuse.length === 0) return { keys: userKeys };
   keys.push(deps.keys.user(userId).applied);
-  input.fuse = fuse;
-  input.appliedKi = keys.length;
-  return keys;
+  return { keys, fuse, appliedKi: keys.length };
 }
 
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
@@ -311,6 +309,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       const to = dayIndex(date) - 1;
       if (to >= from) skip = [from, to];
     }
+    const boards = boardsFor(snap, plan, op, now, date);
+    // On a single Redis the user script also moves the user on boards without breakdowns.
+    const fused = fuseBoards(deps, boards, op.user.id, allKeys);
     const input = {
       op: op.kind,
       now,
@@ -340,14 +341,12 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       slot: op.kind === 'freeze' ? op.slot : undefined,
       fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
-      boards: boardsFor(snap, plan, op, now, date),
-      fuse: undefined as FusedBoard[] | undefined,
-      appliedKi: undefined as number | undefined,
+      boards,
+      fuse: fused.fuse,
+      appliedKi: fused.appliedKi,
     };
-    // On a single Redis the user script also moves the user on boards without breakdowns.
-    const callKeys = fuseBoards(deps, input.boards, op.user.id, allKeys, input);
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(callKeys.length, ...callKeys, compiled.json, JSON.stringify(input)),
+      deps.redis.applyUserOp(fused.keys.length, ...fused.keys, compiled.json, JSON.stringify(input)),
     );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
@@ -398,16 +397,16 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     if (typeof reply.granted === 'number') result.granted = reply.granted;
     if (reply.restore) result.restore = reply.restore;
     // Board moves the user script made; the rest are applied here, one script per board.
-    const fused = fusedMoves(snap, result, asArray(reply.moves));
-    const rest = fused.size ? result.boards.filter((b) => !fused.has(b.id)) : result.boards;
+    const made = fusedMoves(snap, result, asArray(reply.moves));
+    const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
     // Cross-slot follow-ups, issued together (one socket write with auto-pipelining).
     const [, moves] = await Promise.all([
       updateGlobals(deps, result),
       rest.length ? applyBoardUpdates(deps, { ...result, boards: rest }) : Promise.resolve([]),
     ]);
-    result.boardMoves = fused.size
+    result.boardMoves = made.size
       ? result.boards
-          .map((b) => fused.get(b.id) ?? moves.find((m) => m.board.id === b.id))
+          .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
           .filter((m): m is BoardMove => m !== undefined)
       : moves;
     if (moves.length) {

@@ -8,7 +8,7 @@
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
 import type { Deps } from '../deps';
-import type { RedisClient } from '../redis/client';
+import { isCluster, type RedisClient } from '../redis/client';
 import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';
 import {
   allUserIds,
@@ -142,7 +142,7 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
 /** Every key of a board (all runs, groups, members, histories). Maintenance only: SCAN. */
 export async function boardKeys(deps: Deps, boardId: string): Promise<string[]> {
   const pattern = `${deps.keys.prefix}:{lb:${boardId}}:*`;
-  const nodes = 'nodes' in deps.redis ? deps.redis.nodes('master') : [deps.redis];
+  const nodes = isCluster(deps.redis) ? deps.redis.nodes('master') : [deps.redis];
   const found: string[] = [];
   for (const node of nodes) {
     let cursor = '0';

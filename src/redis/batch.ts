@@ -1,5 +1,5 @@
-import { type ChainableCommander, Cluster } from 'ioredis';
-import type { RedisClient } from './client';
+import type { ChainableCommander } from 'ioredis';
+import { isCluster, type RedisClient } from './client';
 
 /**
  * A pipeline whose commands may touch keys in different slots. On a single Redis it is an ordinary
@@ -7,7 +7,7 @@ import type { RedisClient } from './client';
  * results come back in the same `[error, value]` form, in order.
  */
 export function crossSlotPipeline(redis: RedisClient): ChainableCommander {
-  if (!(redis instanceof Cluster)) return redis.pipeline();
+  if (!isCluster(redis)) return redis.pipeline();
   const queued: Array<[string, unknown[]]> = [];
   const proxy: ChainableCommander = new Proxy({} as ChainableCommander, {
     get(_target, name) {

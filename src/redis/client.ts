@@ -2,6 +2,9 @@ import { Cluster, Redis } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
 
+/** True for a Redis Cluster client: keys in different slots cannot share a script or a pipeline. */
+export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
+
 export interface RedisOptions {
   url: string;
   clusterNodes?: string | undefined;

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { bulkInsert } from '../db/bulk';
 import type { Deps } from '../deps';
+import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds, type Frequency } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
@@ -402,10 +403,9 @@ export class HistoryWriter {
     const shardOfKey = new Map(all.map((shard) => [this.deps.keys.outbox(shard), shard]));
     // One read of every shard's stream on a single Redis (COUNT applies per stream); on Cluster the
     // streams live in different slots, so one read each.
-    const replies =
-      'nodes' in this.deps.redis
-        ? await Promise.all([...shardOfKey.keys()].map((key) => read([key])))
-        : [await read([...shardOfKey.keys()])];
+    const replies = isCluster(this.deps.redis)
+      ? await Promise.all([...shardOfKey.keys()].map((key) => read([key])))
+      : [await read([...shardOfKey.keys()])];
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
         const shard = shardOfKey.get(key)!;

@@ -1,5 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isCluster } from '../../src/redis/client';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { spyOwnCalls } from '../helpers/spy';
 import { createBoard, send, standings } from './leaderboards-helpers';
 
 // On a single Redis the user script also moves the user on boards without breakdowns (lua/applyUserOp.lua,
@@ -25,12 +27,12 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-const cluster = () => 'nodes' in t.deps.redis;
+const cluster = () => isCluster(t.deps.redis);
 
 describe('board moves inside the user script', () => {
   it('moves a user on a plain board in the user script, and on a breakdown board with its own call', async () => {
-    const boardCalls = vi.spyOn(t.deps.redis, 'updateBoard');
-    const calls = () => boardCalls.mock.contexts.filter((ctx) => ctx === t.deps.redis).length;
+    const boardCalls = spyOwnCalls(t.deps.redis, 'updateBoard');
+    const calls = () => boardCalls.calls().length;
     try {
       const body = await send(t, m.key, { id: 'fz-a', attributes: { 'fz-city': 'paris' } }, 5);
       expect(calls()).toBe(cluster() ? 2 : 1);
@@ -42,7 +44,7 @@ describe('board moves inside the user script', () => {
       const applied = await t.deps.redis.hgetall(t.deps.keys.user('fz-a').applied);
       expect(applied).toEqual({ [plain.id]: String(1), [byCity.id]: String(1) });
     } finally {
-      boardCalls.mockRestore();
+      boardCalls.restore();
     }
   });
 

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NAME_TTL_MS } from '../../src/engine/leaderboards';
+import { isCluster } from '../../src/redis/client';
+import { spyOwnCalls } from '../helpers/spy';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard, getBoard, send, standings } from './leaderboards-helpers';
 
@@ -92,8 +94,8 @@ describe('cached leaderboard reads', () => {
     // rc-c was evicted at the cap: its window is empty and holds no names.
     expect(await around('rc-c')).toEqual([]);
     expect(await around('rc-a')).not.toEqual([]);
-    const windowReads = vi.spyOn(t.deps.redis, 'readWindow');
-    const reads = () => windowReads.mock.contexts.filter((ctx) => ctx === t.deps.redis).length;
+    const windowReads = spyOwnCalls(t.deps.redis, 'readWindow');
+    const reads = () => windowReads.calls().length;
     const realNow = performance.now.bind(performance);
     const later = vi.spyOn(performance, 'now').mockImplementation(() => realNow() + NAME_TTL_MS + 1000);
     try {
@@ -103,26 +105,24 @@ describe('cached leaderboard reads', () => {
       expect(reads()).toBe(1);
     } finally {
       later.mockRestore();
-      windowReads.mockRestore();
+      windowReads.restore();
     }
   });
 
   it('reads that start in the same tick share one version read, and a write after them still shows', async () => {
     const versionKey = t.deps.keys.board(board.id).version;
-    const gets = vi.spyOn(t.deps.redis, 'get');
-    const versionGets = () =>
-      gets.mock.calls.filter((args, i) => gets.mock.contexts[i] === t.deps.redis && args[0] === versionKey)
-        .length;
+    const gets = spyOwnCalls(t.deps.redis, 'get');
+    const versionGets = () => gets.calls().filter((args) => args[0] === versionKey).length;
     try {
       const reads = await Promise.all(Array.from({ length: 5 }, () => getBoard(t, board.key, { limit: 2 })));
       expect(new Set(reads.map((r) => JSON.stringify(r.body.rankings))).size).toBe(1);
       // One GET on a single Redis (auto-pipelined: written when the tick ends); one each on Cluster.
-      expect(versionGets()).toBe('nodes' in t.deps.redis ? 5 : 1);
+      expect(versionGets()).toBe(isCluster(t.deps.redis) ? 5 : 1);
       await send(t, m.key, 'rc-d', 100);
       const after = await Promise.all(Array.from({ length: 3 }, () => getBoard(t, board.key, { limit: 1 })));
       for (const r of after) expect(r.body.rankings[0]).toMatchObject({ userId: 'rc-d' });
     } finally {
-      gets.mockRestore();
+      gets.restore();
     }
   });
 });

@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../../../catalog/snapshot';
 import type { Run } from '../../../engine/runs';
 import type { Deps } from '../../../deps';
+import { isCluster } from '../../../redis/client';
 import { leaderboardStatus, utcDate } from '../../../engine/leaderboard-status';
 import {
   breakdownKeys,
@@ -112,7 +113,7 @@ const versionReads = new Map<string, Promise<string | null>>();
  * board per tick instead of one per request. On Cluster (commands go out at once) each read sends its own.
  */
 function readVersion(deps: Deps, key: string): Promise<string | null> {
-  if ('nodes' in deps.redis || !deps.redis.options.enableAutoPipelining) return deps.redis.get(key);
+  if (isCluster(deps.redis) || !deps.redis.options.enableAutoPipelining) return deps.redis.get(key);
   let read = versionReads.get(key);
   if (!read) {
     read = deps.redis.get(key);
@@ -159,11 +160,10 @@ async function cachedBody(
     const read = await liveWindow(deps, b, run, group, window);
     ranked = read.ranked;
     version = read.version ?? null;
-  } else if (version !== undefined) {
-    ranked = (await liveWindow(deps, b, run, group, window)).ranked;
   } else {
+    // A stale copy's version was read just now; otherwise read it alongside the window.
     const [v, read] = await Promise.all([
-      readVersion(deps, versionKey),
+      version !== undefined ? version : readVersion(deps, versionKey),
       liveWindow(deps, b, run, group, window),
     ]);
     version = v;
