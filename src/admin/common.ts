@@ -71,7 +71,7 @@ export function isValidDate(d: string): boolean {
 
 /** Parses one item; the first zod issue becomes the item's error message. */
 export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.output<S> {
-  const r = schema.safeParse(item);
+  const r = schema.safeParse(item, { reportInput: true });
   if (r.success) return r.data;
   const i = r.error.issues[0]!;
   const where = i.path.length ? i.path.map(String).join('.') : 'item';

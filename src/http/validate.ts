@@ -27,7 +27,8 @@ export function zodToAppError(error: z.ZodError): AppError {
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
-  const result = schema.safeParse(data);
+  // Issues carry their input only when asked: it tells a missing field from one of the wrong type.
+  const result = schema.safeParse(data, { reportInput: true });
   if (!result.success) throw zodToAppError(result.error);
   return result.data;
 }

@@ -84,6 +84,10 @@ const cases: Case[] = [
   ],
   ['attributes as an array', { user: okUser, value: 1, attributes: ['source'] }, 400],
   ['deviceTokens not an array of strings', { user: { id: USER, deviceTokens: [1] }, value: 1 }, 400],
+  // The message tells a field of the wrong type from a missing one.
+  ['value "NaN", named as a type error', { user: okUser, value: 'NaN' }, 400, 'value must be a number'],
+  ['user.id 42, named as a type error', { user: { id: 42 }, value: 1 }, 400, 'user.id must be a string'],
+  ['a missing value, named as missing', { user: okUser }, 400, 'value is required'],
   // 400 wins over 422 (application-api §5.3)
   ['an empty user.id together with value "5"', { user: { id: '' }, value: '5' }, 400],
   ['a bad tz together with a missing value', { user: { id: USER, tz: 'Mars/Base' } }, 400],
