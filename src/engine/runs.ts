@@ -32,6 +32,8 @@ function repeatingRunStart(board: BoardTiming, index: number): string {
   return formatDate(y, m, Math.min(day, daysInMonth(y, m)));
 }
 
+const LAST_DATE = '9999-12-31';
+
 function assertInterval(board: BoardTiming): void {
   if (board.runUnit !== null && !(Number.isInteger(board.runInterval) && board.runInterval >= 1)) {
     throw new RangeError(`Invalid runInterval: ${board.runInterval}`);
@@ -45,9 +47,11 @@ export function runByIndex(board: BoardTiming, index: number): Run | null {
   if (board.end !== null && board.end < board.start) return null;
   if (board.runUnit === null) return index === 0 ? { index: 0, start: board.start, end: board.end } : null;
   const start = repeatingRunStart(board, index);
-  if (board.end !== null && start > board.end) return null;
+  // Dates stop at 9999-12-31: a later start (five-digit year) is no run, and the run the next one
+  // would follow there ends on the last date.
+  if (start.length > LAST_DATE.length || (board.end !== null && start > board.end)) return null;
   const nextStart = repeatingRunStart(board, index + 1);
-  const naturalEnd = addDays(nextStart, -1);
+  const naturalEnd = nextStart.length > LAST_DATE.length ? LAST_DATE : addDays(nextStart, -1);
   const end = board.end !== null && board.end < naturalEnd ? board.end : naturalEnd;
   return { index, start, end };
 }

@@ -118,6 +118,17 @@ const boardArb = fc
     }),
   );
 
+describe('runs at the last date', () => {
+  it.each([
+    [board('9999-12-20', null, 'day', 7), '9999-12-31', 1, '9999-12-27', '9999-12-31'],
+    [board('9999-11-15', null, 'month', 1), '9999-12-20', 1, '9999-12-15', '9999-12-31'],
+    [board('9999-12-31', null, 'day', 1), '9999-12-31', 0, '9999-12-31', '9999-12-31'],
+  ])('%o on %s is run %i, %s to %s (the next would start in year 10000)', (b, date, index, start, end) => {
+    expect(runContaining(b, date)).toEqual({ index, start, end });
+    expect(runByIndex(b, index + 1)).toBeNull();
+  });
+});
+
 describe('run properties', () => {
   it('tiles the board with contiguous, non-overlapping runs', () => {
     fc.assert(
