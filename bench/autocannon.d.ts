@@ -30,6 +30,8 @@ declare module 'autocannon' {
   interface Options {
     url: string | string[];
     connections?: number;
+    /** Requests per second over all connections. */
+    overallRate?: number;
     duration?: number;
     timeout?: number;
     method?: string;

@@ -5,6 +5,8 @@ export interface LoadSettings {
   connections: number;
   duration: number;
   warmup: number;
+  /** Requests per second over all connections; 0 = unlimited. */
+  rate: number;
 }
 
 /** One scenario: where to send, and how each request is built (called once per request). */
@@ -60,6 +62,7 @@ export async function measure(
     method: scenario.method,
     headers: { 'content-type': 'application/json', ...scenario.headers },
     timeout: 10,
+    ...(settings.rate > 0 ? { overallRate: settings.rate } : {}),
     requests: [
       {
         setupRequest: (req: { path?: string; body?: string | Buffer }) => {

@@ -7,6 +7,12 @@ export interface BenchOptions {
   duration: number;
   warmup: number;
   connections: number;
+  /**
+   * Requests per second over all connections, 0 for as many as the server answers. A fixed rate
+   * below capacity measures what a request costs (CPU µs per request) without the contention of a
+   * saturated machine, so runs on a noisy machine compare better.
+   */
+  rate: number;
   /** Distinct user ids the event requests cycle over. */
   users: number;
   mode: BenchMode;
@@ -57,6 +63,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     duration: int(pick('duration', 'BENCH_DURATION'), 10, 1, 600, 'BENCH_DURATION'),
     warmup: int(pick('warmup', 'BENCH_WARMUP'), 2, 0, 60, 'BENCH_WARMUP'),
     connections: int(pick('connections', 'BENCH_CONNECTIONS'), 50, 1, 1000, 'BENCH_CONNECTIONS'),
+    rate: int(pick('rate', 'BENCH_RATE'), 0, 0, 1_000_000, 'BENCH_RATE'),
     users: int(pick('users', 'BENCH_USERS'), 100_000, 1, 10_000_000, 'BENCH_USERS'),
     mode,
     redisUrl: local(env.REDIS_URL || 'redis://127.0.0.1:6379', 'REDIS_URL'),

@@ -51,7 +51,11 @@ export function renderCpu(rows: Measurement[]): string {
       (m) =>
         `  ${m.name}: ${Object.entries(m.cpu)
           .map(([k, v]) => `${k} ${v ?? '?'}`)
-          .join(', ')}`,
+          .join(', ')}${
+          m.cpu.machine && m.reqPerSec
+            ? ` (machine ${Math.round((m.cpu.machine * 1e6) / m.reqPerSec)} µs/req)`
+            : ''
+        }`,
     )
     .join('\n');
 }
