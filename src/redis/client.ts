@@ -21,8 +21,13 @@ export function createRedis(opts: RedisOptions, onError?: (err: Error) => void):
 function connect(opts: RedisOptions): RedisClient {
   const common = {
     maxRetriesPerRequest: 1,
-    // Commands issued in the same tick share one socket write (syscalls dominate on small boxes).
-    enableAutoPipelining: true,
+    // No auto-pipelining: ioredis keeps one auto-pipeline in flight per connection and holds every
+    // later command until all of its replies are back, so Node and Redis took turns (Redis idle while
+    // Node worked through a batch of replies, Node idle while Redis ran the next batch of scripts).
+    // Written at once, commands overlap with Redis's work. On the event bench: 2,240-2,750 events/s
+    // over six runs (median about 2,550) against 2,200-2,340 with auto-pipelining. (Corking the
+    // socket for a tick to save write syscalls measured slower: 2,150-2,370.)
+    enableAutoPipelining: false,
     // Disconnected: fail at once (503) instead of queueing requests until Redis returns.
     enableOfflineQueue: false,
     connectTimeout: 2000,
@@ -37,9 +42,8 @@ function connect(opts: RedisOptions): RedisClient {
       const i = hp.lastIndexOf(':');
       return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
     });
-    // No auto-pipelining on Cluster: ioredis refuses auto-pipelines whose keys span slots.
     return new Cluster(nodes, {
-      redisOptions: { ...common, enableAutoPipelining: false },
+      redisOptions: common,
       scaleReads: 'master',
     });
   }

@@ -90,8 +90,18 @@ export class Keys {
     };
   }
 
-  /** Global counters: never touched by the user script; one slot of their own so they pipeline on Cluster. */
+  /**
+   * Indexes that span users, in one slot of their own (so they pipeline on Cluster). On a single Redis
+   * the user script updates them too (lua/lib/globals.lua). Built once: events read them every time.
+   */
   get global() {
+    this.globalKeys ??= this.buildGlobal();
+    return this.globalKeys;
+  }
+
+  private globalKeys: ReturnType<Keys['buildGlobal']> | undefined;
+
+  private buildGlobal() {
     return {
       userCount: `${this.prefix}:{global}:users`,
       /** Sorted set of every user id (score = creation ms): batch iteration over all users. */

@@ -44,7 +44,8 @@ export interface OutboxRecord {
     freezes?: number;
     periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
   };
-  boards: Array<{ id: string; run: string; value: string }>;
+  /** ap: moved by the user script itself (single Redis), so there is nothing to repair. */
+  boards: Array<{ id: string; run: string; value: string; ap?: boolean }>;
   battrs?: Record<string, string>;
   freq?: Frequency;
   profile?: Record<string, string>;
@@ -281,14 +282,15 @@ export async function writeBatch(
  * seq it has already seen, so a redundant repair changes nothing.
  */
 async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> {
-  const withBoards = entries.filter((e) => e.record.boards.length > 0);
+  // Moves the user script made itself (ap) committed with the record: only the others may be missing.
+  const withBoards = entries.filter((e) => e.record.boards.some((b) => !b.ap));
   for (let i = 0; i < withBoards.length; i += 50) {
     await Promise.all(
       withBoards.slice(i, i + 50).map(async ({ record: r }) => {
         // The API notes which boards it moved for which op; only the rest needs the repair.
-        const ids = r.boards.map((b) => b.id);
-        const seen = await deps.redis.hmget(deps.keys.user(r.user).applied, ...ids);
-        const missing = r.boards.filter((_, k) => Number(seen[k] ?? -1) < r.seq);
+        const pending = r.boards.filter((b) => !b.ap);
+        const seen = await deps.redis.hmget(deps.keys.user(r.user).applied, ...pending.map((b) => b.id));
+        const missing = pending.filter((_, k) => Number(seen[k] ?? -1) < r.seq);
         if (missing.length === 0) return;
         await applyBoardUpdates(deps, {
           boards: missing,

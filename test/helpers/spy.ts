@@ -2,8 +2,7 @@ import { vi } from 'vitest';
 
 /**
  * Spies on a method of a Redis client and returns the arguments of the calls made on the client
- * itself. ioredis's auto-pipeline calls a script command a second time on its pipeline object; that
- * is the same command, not another one, so it is left out.
+ * itself, not on pipelines or cluster nodes it calls the same method on for the same command.
  */
 export function spyOwnCalls(target: object, method: string) {
   const spy = vi.spyOn(target as Record<string, (...args: unknown[]) => unknown>, method);

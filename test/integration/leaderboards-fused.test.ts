@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCluster } from '../../src/redis/client';
+import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 import { createBoard, send, standings } from './leaderboards-helpers';
@@ -63,5 +64,23 @@ describe('board moves inside the user script', () => {
       ['fz-a', 5],
       ['fz-b', 3],
     ]);
+  });
+
+  it('lets the history writer skip the repair look-up of moves the user script made', async () => {
+    await send(t, m.key, { id: 'fz-d', attributes: { 'fz-city': 'oslo' } }, 1);
+    const lookups = spyOwnCalls(t.deps.redis, 'hmget');
+    try {
+      const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
+      while ((await writer.drainOnce()) > 0) {}
+      const of = (user: string) =>
+        lookups
+          .calls()
+          .filter((args) => args[0] === t.deps.keys.user(user).applied)
+          .map((args) => args.slice(1));
+      // Only the breakdown board's move (its own call) is looked up; on Cluster both are.
+      expect(of('fz-d')).toEqual(cluster() ? [[plain.id, byCity.id]] : [[byCity.id]]);
+    } finally {
+      lookups.restore();
+    }
   });
 });
