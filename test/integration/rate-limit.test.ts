@@ -88,6 +88,37 @@ describe('rate limits', () => {
     }
   });
 
+  it('serves the waiting requests from a lease whose round trip took longer than a lease lives', async () => {
+    const t2 = await createTestServer({ env: { RATE_LIMIT_PER_SECOND: '100000' } });
+    try {
+      await adminCreate(t2, '/metrics', [{ key: 'm', name: 'M' }]);
+      const redis = t2.deps.redis;
+      const real = redis.rateLimit.bind(redis);
+      // Each lease answers 300 ms later than it was asked for (a lease lives 250 ms).
+      const slow = vi
+        .spyOn(redis, 'rateLimit')
+        .mockImplementation(async (...args: Parameters<typeof real>) => {
+          const reply = await real(...args);
+          t2.clock.advance(300);
+          return reply;
+        });
+      const served = Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          t2
+            .api('POST', '/v1/metrics/m/event', { user: { id: `slow-${i}` }, value: 1 })
+            .then((r) => r.status),
+        ),
+      );
+      const timeout = new Promise<string>((r) => setTimeout(() => r('still waiting after 5 s'), 5000));
+      expect(await Promise.race([served, timeout])).toEqual(Array(20).fill(201));
+      // One lease of 50 tokens serves all 20.
+      expect(slow.mock.calls.length).toBe(1);
+    } finally {
+      vi.restoreAllMocks();
+      await t2.close();
+    }
+  });
+
   it('refuses locally until the next token is due once the bucket is empty (no call to Redis)', async () => {
     t.clock.advance(10_000);
     for (let i = 0; i < 10; i++) expect((await event('local')).status).toBe(201);

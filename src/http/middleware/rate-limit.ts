@@ -50,7 +50,9 @@ export function rateLimiter(deps: Deps): (c: Context<AppEnv>) => Promise<void> |
       if (granted < 1) lease.deniedUntil = now + Math.max(1, retryMs);
       else {
         lease.tokens = granted;
-        lease.expires = now + LEASE_MS;
+        // From when the grant arrived: a lease dated from the request would be born expired after a
+        // slow round trip, and every waiter would lease again, round after round, never served.
+        lease.expires = deps.clock.now() + LEASE_MS;
       }
     } finally {
       lease.refill = null;
