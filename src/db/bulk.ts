@@ -22,18 +22,13 @@ interface Executor {
   execute(query: SQL): Promise<unknown>;
 }
 
-/** Every value travels as text (postgres.js infers some array types wrongly) and is cast in SQL. */
-const toParam = (type: BulkType, v: unknown): string | null => {
-  if (v === null || v === undefined) return null;
-  if (type === 'jsonb') return JSON.stringify(v);
-  if (type === 'timestamptz') return (v as Date).toISOString();
-  return String(v);
-};
-
 /**
- * One `INSERT ... SELECT FROM unnest(...)` for any number of rows: one array parameter per column, so
- * the cost does not grow with per-value mapping in the query builder (the history writer's hot path).
- * `tail` is the rest of the statement, e.g. `on conflict do nothing`.
+ * One `INSERT ... SELECT` for any number of rows, with one parameter per column: the column's values
+ * as a JSON array, expanded side by side by `ROWS FROM (json_array_elements_text(...), ...)` and cast
+ * in SQL. JSON.stringify is native, so the values need no per-value conversion or array escaping in
+ * JavaScript (the history writer's hot path); dates travel as ISO strings (Date#toJSON), null and
+ * undefined as SQL NULL, and jsonb values as JSON. `tail` is the rest of the statement, e.g.
+ * `on conflict do nothing`.
  */
 export async function bulkInsert<T>(
   db: Executor,
@@ -44,10 +39,23 @@ export async function bulkInsert<T>(
 ): Promise<void> {
   if (rows.length === 0) return;
   const names = columns.map((c) => `"${c.column}"`).join(', ');
-  const selects = columns.map((c, i) => (c.type === 'text' ? `c${i}` : `c${i}::${c.type}`)).join(', ');
-  const arrays = columns.map((c) => sql`${sql.param(rows.map((r) => toParam(c.type, c.value(r))))}::text[]`);
+  const selects = columns
+    .map((c, i) =>
+      c.type === 'jsonb'
+        ? `nullif(c${i}::jsonb, 'null'::jsonb)`
+        : c.type === 'text'
+          ? `c${i}`
+          : `c${i}::${c.type}`,
+    )
+    .join(', ');
+  const sources = columns.map((c) => {
+    const values = sql.param(JSON.stringify(rows.map(c.value)));
+    return c.type === 'jsonb'
+      ? sql`json_array_elements(${values}::json)`
+      : sql`json_array_elements_text(${values}::json)`;
+  });
   const aliases = columns.map((_, i) => `c${i}`).join(', ');
   await db.execute(
-    sql`insert into ${sql.raw(`"${table}"`)} (${sql.raw(names)}) select ${sql.raw(selects)} from unnest(${sql.join(arrays, sql`, `)}) as t(${sql.raw(aliases)}) ${tail}`,
+    sql`insert into ${sql.raw(`"${table}"`)} (${sql.raw(names)}) select ${sql.raw(selects)} from rows from (${sql.join(sources, sql`, `)}) as t(${sql.raw(aliases)}) ${tail}`,
   );
 }

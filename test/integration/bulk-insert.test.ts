@@ -1,0 +1,143 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BulkColumn, bulkInsert } from '../../src/db/bulk';
+import { createDb } from '../../src/db/client';
+import { createTestDatabase } from '../helpers/server';
+
+interface Row {
+  id: string;
+  t?: string | null;
+  i8?: number | null;
+  i4?: number;
+  b?: boolean | null;
+  f?: number;
+  d?: string;
+  ts?: Date | null;
+  j?: unknown;
+}
+
+let conn: ReturnType<typeof createDb>;
+const columns: Array<BulkColumn<Row>> = [
+  { column: 'id', type: 'uuid', value: (r) => r.id },
+  { column: 't', type: 'text', value: (r) => r.t },
+  { column: 'i8', type: 'int8', value: (r) => r.i8 },
+  { column: 'i4', type: 'int4', value: (r) => r.i4 },
+  { column: 'b', type: 'bool', value: (r) => r.b },
+  { column: 'f', type: 'float8', value: (r) => r.f },
+  { column: 'd', type: 'date', value: (r) => r.d },
+  { column: 'ts', type: 'timestamptz', value: (r) => r.ts },
+  { column: 'j', type: 'jsonb', value: (r) => r.j },
+];
+
+beforeAll(async () => {
+  conn = createDb(await createTestDatabase(), 1);
+  await conn.db.execute(sql`create table bulk_t (id uuid primary key, t text, i8 int8, i4 int4, b bool,
+    f float8, d date, ts timestamptz, j jsonb)`);
+});
+afterAll(async () => conn.sql.end({ timeout: 2 }));
+
+const select = async () =>
+  conn.sql<Array<Record<string, unknown>>>`select id, t, i8::text as i8, i4, b, f, d::text as d,
+    (extract(epoch from ts) * 1000)::float8 as ts, j,
+    j is null as j_null from bulk_t order by id`;
+
+describe('bulkInsert', () => {
+  it('writes every type exactly, with null and undefined as SQL NULL and any text unescaped', async () => {
+    const rows: Row[] = [
+      {
+        id: '00000000-0000-4000-8000-000000000001',
+        t: `quote " backslash \\ comma , braces {} NULL null é 🎉 \n tab\t`,
+        i8: 9_007_199_254_000_000,
+        i4: -2_147_483_648,
+        b: true,
+        f: 0.1 + 0.2,
+        d: '2024-02-29',
+        ts: new Date('2026-11-24T03:04:05.678Z'),
+        j: { a: [1, 'x', null], s: 'q"\\' },
+      },
+      { id: '00000000-0000-4000-8000-000000000002', t: null, i8: null, b: false, f: -0, j: 'a string' },
+      { id: '00000000-0000-4000-8000-000000000003', t: '', i8: -1, j: null, ts: null },
+      { id: '00000000-0000-4000-8000-000000000004', j: [] },
+    ];
+    await bulkInsert(conn.db, 'bulk_t', columns, rows);
+    const got = await select();
+    expect(got).toEqual([
+      {
+        id: rows[0]!.id,
+        t: rows[0]!.t,
+        i8: '9007199254000000',
+        i4: -2_147_483_648,
+        b: true,
+        f: 0.30000000000000004,
+        d: '2024-02-29',
+        ts: Date.parse('2026-11-24T03:04:05.678Z'),
+        j: { a: [1, 'x', null], s: 'q"\\' },
+        j_null: false,
+      },
+      // A jsonb string stays a JSON string; null and undefined are SQL NULL in every column.
+      {
+        id: rows[1]!.id,
+        t: null,
+        i8: null,
+        i4: null,
+        b: false,
+        f: 0,
+        d: null,
+        ts: null,
+        j: 'a string',
+        j_null: false,
+      },
+      {
+        id: rows[2]!.id,
+        t: '',
+        i8: '-1',
+        i4: null,
+        b: null,
+        f: null,
+        d: null,
+        ts: null,
+        j: null,
+        j_null: true,
+      },
+      {
+        id: rows[3]!.id,
+        t: null,
+        i8: null,
+        i4: null,
+        b: null,
+        f: null,
+        d: null,
+        ts: null,
+        j: [],
+        j_null: false,
+      },
+    ]);
+  });
+
+  it('keeps the tail: a conflicting row is skipped by default, updated when the tail says so', async () => {
+    const id = '00000000-0000-4000-8000-000000000005';
+    await bulkInsert(conn.db, 'bulk_t', columns, [{ id, t: 'first' }]);
+    await bulkInsert(conn.db, 'bulk_t', columns, [{ id, t: 'second' }]);
+    expect((await conn.sql`select t from bulk_t where id = ${id}`)[0]!.t).toBe('first');
+    await bulkInsert(
+      conn.db,
+      'bulk_t',
+      columns,
+      [{ id, t: 'third' }],
+      sql`on conflict (id) do update set t = excluded.t`,
+    );
+    expect((await conn.sql`select t from bulk_t where id = ${id}`)[0]!.t).toBe('third');
+  });
+
+  it('writes nothing for no rows, and 2,000 rows in one statement', async () => {
+    await bulkInsert(conn.db, 'bulk_t', columns, []);
+    const many = Array.from({ length: 2000 }, (_, i) => ({
+      id: `10000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      i4: i,
+    }));
+    await bulkInsert(conn.db, 'bulk_t', columns, many);
+    const [c] =
+      await conn.sql`select count(*)::int as n, sum(i4)::int as s from bulk_t where id >= '10000000-0000-4000-8000-000000000000'`;
+    expect(c).toEqual({ n: 2000, s: (1999 * 2000) / 2 });
+  });
+});
