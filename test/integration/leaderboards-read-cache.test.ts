@@ -109,6 +109,26 @@ describe('cached leaderboard reads', () => {
     }
   });
 
+  it('reads the version before the ranking on a miss, so a copy is never filed under a newer version', async () => {
+    const bk = t.deps.keys.board(board.id);
+    const gets = vi.spyOn(t.deps.redis, 'get');
+    const ranges = vi.spyOn(t.deps.redis, 'zrange');
+    try {
+      // A window no read asked for before: a miss.
+      expect((await getBoard(t, board.key, { offset: 0, limit: 7 })).status).toBe(200);
+      const callOrder = (spy: typeof gets | typeof ranges, match: (key: string) => boolean) =>
+        spy.mock.invocationCallOrder.filter((_, i) => match(String(spy.mock.calls[i]?.[0])));
+      const [versionRead] = callOrder(gets, (key) => key === bk.version);
+      const rankingReads = callOrder(ranges, (key) => key.includes(`{lb:${board.id}}:run:`));
+      expect(versionRead).toBeDefined();
+      expect(rankingReads.length).toBeGreaterThan(0);
+      expect(versionRead!).toBeLessThan(Math.min(...rankingReads));
+    } finally {
+      gets.mockRestore();
+      ranges.mockRestore();
+    }
+  });
+
   it('reads that start in the same tick share one version read, and a write after them still shows', async () => {
     const versionKey = t.deps.keys.board(board.id).version;
     const gets = spyOwnCalls(t.deps.redis, 'get');
@@ -116,7 +136,7 @@ describe('cached leaderboard reads', () => {
     try {
       const reads = await Promise.all(Array.from({ length: 5 }, () => getBoard(t, board.key, { limit: 2 })));
       expect(new Set(reads.map((r) => JSON.stringify(r.body.rankings))).size).toBe(1);
-      // One GET on a single Redis (auto-pipelined: written when the tick ends); one each on Cluster.
+      // One GET on a single Redis (sent when the tick ends); one each on Cluster.
       expect(versionGets()).toBe(isCluster(t.deps.redis) ? 5 : 1);
       await send(t, m.key, 'rc-d', 100);
       const after = await Promise.all(Array.from({ length: 3 }, () => getBoard(t, board.key, { limit: 1 })));

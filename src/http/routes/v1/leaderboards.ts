@@ -108,16 +108,16 @@ const windows = new LRUCache<string, CachedWindow>({
 const versionReads = new Map<string, Promise<string | null>>();
 
 /**
- * The board's ranking version. With auto-pipelining (a single Redis) commands are written when the
- * tick ends, so every read that joins a GET of this tick still sends it after it started: one GET per
- * board per tick instead of one per request. On Cluster (commands go out at once) each read sends its own.
+ * The board's ranking version: one GET per board per tick instead of one per request. The GET is
+ * sent when the tick ends (setImmediate), so it runs after every read that joins it has started and
+ * no read sees a version older than the ranking when it started. On Cluster each read sends its own.
  */
 function readVersion(deps: Deps, key: string): Promise<string | null> {
-  if (isCluster(deps.redis) || !deps.redis.options.enableAutoPipelining) return deps.redis.get(key);
+  if (isCluster(deps.redis)) return deps.redis.get(key);
   let read = versionReads.get(key);
   if (!read) {
-    read = deps.redis.get(key);
     if (versionReads.size === 0) setImmediate(() => versionReads.clear());
+    read = new Promise((resolve, reject) => setImmediate(() => deps.redis.get(key).then(resolve, reject)));
     versionReads.set(key, read);
   }
   return read;
@@ -161,13 +161,11 @@ async function cachedBody(
     ranked = read.ranked;
     version = read.version ?? null;
   } else {
-    // A stale copy's version was read just now; otherwise read it alongside the window.
-    const [v, read] = await Promise.all([
-      version !== undefined ? version : readVersion(deps, versionKey),
-      liveWindow(deps, b, run, group, window),
-    ]);
-    version = v;
-    ranked = read.ranked;
+    // A stale copy's version was read just now; otherwise read it first. Not alongside the window:
+    // the shared read is sent when the tick ends, after the window's ZRANGE, and a write between
+    // the two would file an older ranking under the newer version.
+    version ??= await readVersion(deps, versionKey);
+    ranked = (await liveWindow(deps, b, run, group, window)).ranked;
   }
   const rankings = ranked.length ? await renderRankings(deps, ranked) : '[]';
   const body = Buffer.from(`${head},"rankings":${rankings}}`);
