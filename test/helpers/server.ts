@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config';
 import { apiKeys } from '../../src/db/schema';
 import { closeDeps, createDeps, type Deps } from '../../src/deps';
 import { createLogger } from '../../src/logger';
+import { createRedis, isCluster, type RedisClient, waitReady } from '../../src/redis/client';
 
 export interface TestServer {
   deps: Deps;
@@ -126,29 +127,52 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     },
     async redisKeys() {
-      const found: string[] = [];
-      const nodes = 'nodes' in deps.redis ? deps.redis.nodes('master') : [deps.redis];
-      for (const node of nodes) {
-        let cursor = '0';
-        do {
-          const [next, batch] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          // Rate-limit buckets change on every request and expire by themselves: not state.
-          found.push(...batch.filter((k) => !k.includes(':{rl:')));
-        } while (cursor !== '0');
-      }
-      return found.sort();
+      // Rate-limit buckets change on every request and expire by themselves: not state.
+      return (await keysUnder(deps.redis, prefix)).filter((k) => !k.includes(':{rl:'));
     },
     async close() {
       await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
-      const keys = await self.redisKeys();
-      for (let i = 0; i < keys.length; i += 500) {
-        await Promise.all(keys.slice(i, i + 500).map((k) => deps.redis.unlink(k)));
-      }
+      await unlinkAll(deps.redis, await self.redisKeys());
       await closeDeps(deps);
     },
   };
   return self;
+}
+
+/** Every key under a prefix, on every master of a Cluster (test-only SCAN), sorted. */
+export async function keysUnder(redis: RedisClient, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      found.push(...batch);
+    } while (cursor !== '0');
+  }
+  return found.sort();
+}
+
+/** Unlinks keys one by one (they may live in different Cluster slots), 500 at a time. */
+async function unlinkAll(redis: RedisClient, keys: string[]): Promise<void> {
+  for (let i = 0; i < keys.length; i += 500) {
+    await Promise.all(keys.slice(i, i + 500).map((k) => redis.unlink(k)));
+  }
+}
+
+/**
+ * Removes every key under a prefix from the suite's Redis: for tests whose servers run in child
+ * processes under a prefix of their own (createTestServer's close() does this for its own).
+ */
+export async function removeKeysUnder(prefix: string): Promise<void> {
+  const { redisUrl, clusterNodes } = inject('services');
+  const redis = createRedis({ url: redisUrl, clusterNodes });
+  try {
+    await waitReady(redis);
+    await unlinkAll(redis, await keysUnder(redis, prefix));
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** Creates resources through the admin API and returns the created items (fails the test on issues). */

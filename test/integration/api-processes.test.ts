@@ -3,11 +3,13 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { freePort } from '../helpers/redis-cluster';
-import { createTestDatabase } from '../helpers/server';
+import { createTestDatabase, removeKeysUnder } from '../helpers/server';
 
 const children: Array<ReturnType<typeof spawn>> = [];
-afterAll(() => {
+const prefix = `ap${randomBytes(4).toString('hex')}`;
+afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await removeKeysUnder(prefix);
 });
 
 async function until(fn: () => Promise<boolean>, ms = 30_000) {
@@ -34,13 +36,23 @@ describe('API_PROCESSES', () => {
         REDIS_URL: redisUrl,
         ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
         DATABASE_URL: await createTestDatabase(),
-        REDIS_KEY_PREFIX: `ap${randomBytes(4).toString('hex')}`,
+        REDIS_KEY_PREFIX: prefix,
         ADMIN_API_KEY: admin.key,
-        LOG_LEVEL: 'warn',
+        // Info: each API process logs 'laurel listening' once it serves.
+        LOG_LEVEL: 'info',
       },
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(p);
+    // Warnings and errors of every process (pino writes to stdout), shown when an assertion fails.
+    let logs = '';
+    const collect = (d: Buffer) => {
+      logs += d.toString();
+    };
+    p.stdout?.on('data', collect);
+    p.stderr?.on('data', collect);
+    // /readyz answers as soon as one API process listens; the test needs both.
+    await until(async () => (logs.match(/laurel listening/g) ?? []).length >= 2);
     await until(async () => (await fetch(`${origin}/readyz`)).ok);
     // The primary runs the workers and has one child per API process.
     const kids = execFileSync('pgrep', ['-x', 'node', '-P', String(p.pid)])
@@ -70,7 +82,10 @@ describe('API_PROCESSES', () => {
         call(appKey, 'POST', '/v1/metrics/m/event', { user: { id: 'shared' }, value: 1 }),
       ),
     );
-    expect(statuses.every((s) => s.status === 201)).toBe(true);
+    expect({ failed: statuses.filter((s) => s.status !== 201), logs: logs.slice(-4000) }).toEqual({
+      failed: [],
+      logs: expect.any(String),
+    });
     expect(Math.max(...statuses.map((s) => s.body.total))).toBe(60);
 
     p.kill('SIGTERM');

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { Keys } from '../../src/redis/keys';
 import { freePort } from '../helpers/redis-cluster';
-import { createTestDatabase } from '../helpers/server';
+import { createTestDatabase, removeKeysUnder } from '../helpers/server';
 
 /**
  * Rate limits hold across processes: two real API processes share one Redis (the token bucket of a
@@ -63,6 +63,7 @@ afterAll(async () => {
   await Promise.all(
     procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))),
   );
+  await removeKeysUnder(prefix);
 });
 
 async function call(origin: string, key: string, method: string, path: string, body?: unknown) {
