@@ -465,19 +465,31 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
  * while the call was in flight: it may have committed, so the same call (same op id) is retried
  * until Redis is back, for up to 5 s; the script answers a committed op from its reply marker.
  */
-async function callScript(deps: Deps, call: () => Promise<string>): Promise<string> {
+export async function callScript(
+  deps: Pick<Deps, 'redis'>,
+  call: () => Promise<string>,
+): Promise<string> {
   if (deps.redis.status !== 'ready') throw unavailable();
   const deadline = Date.now() + 5000;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     try {
       return await call();
     } catch (err) {
+      // Refused before anything was written (the socket has ended while the client still reads
+      // 'ready'): on a first attempt nothing can have committed.
+      if (attempt === 0 && NOT_SENT.test((err as Error)?.message)) throw unavailable();
       if (!isInfrastructureError(err) || Date.now() > deadline) throw err;
-      while (deps.redis.status !== 'ready' && Date.now() <= deadline)
-        await new Promise((r) => setTimeout(r, 50));
+      // Always wait on a timer: such a refusal comes back without I/O, so retrying at once would
+      // spin in microtasks and hold the whole process (the close event is never read) until the
+      // deadline.
+      do await new Promise((r) => setTimeout(r, 50));
+      while (deps.redis.status !== 'ready' && Date.now() <= deadline);
     }
   }
 }
+
+/** ioredis's refusal to write a command on a connection that is not writable. */
+const NOT_SENT = /Stream isn't writeable/;
 
 function scriptError(code: string): AppError {
   switch (code) {
