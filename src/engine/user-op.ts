@@ -465,10 +465,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
  * while the call was in flight: it may have committed, so the same call (same op id) is retried
  * until Redis is back, for up to 5 s; the script answers a committed op from its reply marker.
  */
-export async function callScript(
-  deps: Pick<Deps, 'redis'>,
-  call: () => Promise<string>,
-): Promise<string> {
+export async function callScript(deps: Pick<Deps, 'redis'>, call: () => Promise<string>): Promise<string> {
   if (deps.redis.status !== 'ready') throw unavailable();
   const deadline = Date.now() + 5000;
   for (let attempt = 0; ; attempt++) {

@@ -4,7 +4,8 @@ import { callScript } from '../../src/engine/user-op';
 
 /** A client whose status the test sets; callScript only reads `status`. */
 const client = (status: string) => ({ redis: { status } as unknown as RedisClient });
-const refused = () => Promise.reject(new Error("Stream isn't writeable and enableOfflineQueue options is false"));
+const refused = () =>
+  Promise.reject(new Error("Stream isn't writeable and enableOfflineQueue options is false"));
 const closed = () => Promise.reject(new Error('Connection is closed.'));
 
 describe('callScript', () => {
