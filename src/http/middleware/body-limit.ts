@@ -6,6 +6,8 @@ import type { AppEnv } from '../env';
 export const tooLarge = (maxSize: number) =>
   new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${maxSize} bytes`);
 
+const aborted = () => new AppError('BAD_REQUEST', 'Request body was cut off: the connection closed');
+
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE']);
 
 /**
@@ -43,10 +45,17 @@ export async function readBody(c: Context): Promise<Uint8Array> {
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of incoming as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of incoming as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    // The client hung up before sending its whole body (Node's 'aborted', code ECONNRESET): the
+    // client's doing, not an outage of ours, so not a 503 logged as 'infrastructure unavailable'.
+    if (!(err instanceof AppError) && (incoming.destroyed || incoming.readableAborted)) throw aborted();
+    throw err;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
