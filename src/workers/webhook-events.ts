@@ -7,7 +7,8 @@ import type { BoostRow, LeaderboardRow, PointsSystemConfig, Snapshot } from '../
 import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
 import { boostStatus } from '../engine/boost-status';
-import { decodeGroup, type Ranked } from '../engine/leaderboards';
+import { decodeGroup, type Ranked, userNames } from '../engine/leaderboards';
+import { crossSlotPipeline } from '../redis/batch';
 import { periodIndex } from '../engine/periods';
 import type { Run } from '../engine/runs';
 import {
@@ -199,8 +200,15 @@ export const webhookEventsHook: RecordHook = async (tx, entries: OutboxEntry[], 
   if (!anySubscriber(snap)) return;
   const profiles = new Map<string, Record<string, string>>();
   const need = [...new Set(entries.filter((e) => !e.record.profile?.id).map((e) => e.record.user))];
-  const fetched = await Promise.all(need.map((id) => deps.redis.hgetall(deps.keys.user(id).profile)));
-  for (const [i, id] of need.entries()) profiles.set(id, fetched[i] ?? { id });
+  // One socket write on a single Redis (profiles live in different slots: one command each on Cluster).
+  const pipe = crossSlotPipeline(deps.redis);
+  for (const id of need) pipe.hgetall(deps.keys.user(id).profile);
+  const fetched = need.length ? ((await pipe.exec()) ?? []) : [];
+  for (const [i, id] of need.entries()) {
+    const [err, profile] = fetched[i] ?? [null, null];
+    if (err) throw err;
+    profiles.set(id, (profile as Record<string, string> | null) ?? { id });
+  }
   const events: WebhookEvent[] = [];
   for (const { record } of entries) {
     const profile = record.profile?.id ? record.profile : (profiles.get(record.user) ?? { id: record.user });
@@ -269,10 +277,11 @@ export function leaderboardPayload(
   return out;
 }
 
-/** Display names of ranked users (the application API's `userName`). */
+/** Display names of ranked users (the application API's `userName`, from the same brief cache). */
 export async function withNames(deps: Deps, ranked: Ranked[]) {
-  const names = await Promise.all(
-    ranked.map((r) => deps.redis.hget(deps.keys.user(r.userId).profile, 'name')),
+  const names = await userNames(
+    deps,
+    ranked.map((r) => r.userId),
   );
   return ranked.map((r, i) => ({ ...r, userName: names[i] ?? null }));
 }
