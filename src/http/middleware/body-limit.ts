@@ -54,7 +54,7 @@ export async function readBody(c: Context): Promise<Uint8Array> {
   } catch (err) {
     // The client hung up before sending its whole body (Node's 'aborted', code ECONNRESET): the
     // client's doing, not an outage of ours, so not a 503 logged as 'infrastructure unavailable'.
-    if (!(err instanceof AppError) && (incoming.destroyed || incoming.readableAborted)) throw aborted();
+    if (!(err instanceof AppError) && incoming.readableAborted) throw aborted();
     throw err;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
