@@ -3,6 +3,7 @@
 import { and, desc, eq, gte } from 'drizzle-orm';
 import { events, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
+import { execValues } from '../redis/batch';
 import { fromMicros } from '../engine/decimal';
 import type { LuaAward } from '../engine/user-op';
 
@@ -196,9 +197,8 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
   pipe.hgetall(k.streak);
   pipe.hgetall(k.achievements);
   for (const s of systemIds) pipe.lrange(k.awards(s), 0, 99);
-  const res = (await pipe.exec()) ?? [];
-  for (const [err] of res) if (err) throw err;
-  const val = (i: number) => res[i]?.[1] as unknown;
+  const res = await execValues(pipe);
+  const val = (i: number) => res[i];
   const profile = (val(0) ?? {}) as Record<string, string>;
   if (!profile.created) return null;
   const num = (h: unknown, conv: (n: number) => number = (n) => n) =>

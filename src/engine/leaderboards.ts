@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
-import { crossSlotPipeline } from '../redis/batch';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 import { unprocessable } from '../errors';
 import { fromMicros } from './decimal';
 import { leaderboardStatus, utcDate } from './leaderboard-status';
@@ -391,10 +391,9 @@ export async function userNames(deps: Deps, ids: string[]): Promise<Array<string
   // One socket write on a single Redis; one command per user on Cluster (profiles in different slots).
   const pipe = crossSlotPipeline(deps.redis);
   for (const i of missing) pipe.hget(deps.keys.user(ids[i]!).profile, 'name');
-  const fetched = (await pipe.exec()) ?? [];
-  for (const [err] of fetched) if (err) throw err;
+  const fetched = await execValues(pipe);
   missing.forEach((i, k) => {
-    out[i] = (fetched[k]?.[1] as string | null | undefined) ?? null;
+    out[i] = (fetched[k] as string | null | undefined) ?? null;
     nameCache.set(ids[i]!, { name: out[i] ?? null });
   });
   return out;

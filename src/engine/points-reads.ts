@@ -5,7 +5,7 @@ import type { Deps } from '../deps';
 import { histogramRanges } from './stats';
 import { asArray, type LuaAward } from './user-op';
 import { perUserPipelines } from './user-reads';
-import { crossSlotPipeline } from '../redis/batch';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 
 /** A user's total and most recent `count` awards (newest first) in a system. One round trip. */
 export async function userPoints(deps: Deps, userId: string, systemId: string, count: number) {
@@ -13,10 +13,9 @@ export async function userPoints(deps: Deps, userId: string, systemId: string, c
   const pipe = crossSlotPipeline(deps.redis);
   pipe.hget(k.points, systemId);
   pipe.lrange(k.awards(systemId), 0, count - 1);
-  const res = (await pipe.exec()) ?? [];
-  for (const [err] of res) if (err) throw err;
-  const total = Number(res[0]?.[1] ?? 0);
-  const awards = ((res[1]?.[1] ?? []) as string[]).map((raw) => {
+  const res = await execValues(pipe);
+  const total = Number(res[0] ?? 0);
+  const awards = ((res[1] ?? []) as string[]).map((raw) => {
     const a = JSON.parse(raw) as LuaAward;
     return { ...a, boosts: asArray(a.boosts as string[] | Record<string, never>) };
   });
@@ -48,10 +47,9 @@ export async function pointsHistogram(
     const ranges = histogramRanges(top[1] ? Number(top[1]) : 0);
     const pipe = crossSlotPipeline(deps.redis);
     for (const r of ranges) pipe.zcount(zkey, r.from, r.to);
-    const res = (await pipe.exec()) ?? [];
-    for (const [err] of res) if (err) throw err;
+    const res = await execValues(pipe);
     const zeros = await unindexedUsers(deps, sys.id);
-    return ranges.map((r, i) => ({ ...r, users: Number(res[i]?.[1] ?? 0) + (i === 0 ? zeros : 0) }));
+    return ranges.map((r, i) => ({ ...r, users: Number(res[i] ?? 0) + (i === 0 ? zeros : 0) }));
   }
   const raw = await deps.redis.zrange(zkey, 0, -1, 'WITHSCORES');
   const ids: string[] = [];
@@ -80,8 +78,7 @@ export async function levelSummary(deps: Deps, sys: PointsSystemConfig) {
     const next = sys.levels[i + 1];
     pipe.zcount(zkey, l.points, next ? `(${next.points}` : '+inf');
   });
-  const res = (await pipe.exec()) ?? [];
-  for (const [err] of res) if (err) throw err;
+  const res = await execValues(pipe);
   const zeros = sys.levels[0]?.points === 0 ? await unindexedUsers(deps, sys.id) : 0;
-  return sys.levels.map((level, i) => ({ level, users: Number(res[i]?.[1] ?? 0) + (i === 0 ? zeros : 0) }));
+  return sys.levels.map((level, i) => ({ level, users: Number(res[i] ?? 0) + (i === 0 ? zeros : 0) }));
 }

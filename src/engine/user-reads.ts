@@ -1,5 +1,6 @@
 // Reads of one user's stored state (all keys in the user's shard slot, so one pipeline each).
 import type { Deps } from '../deps';
+import { execValues } from '../redis/batch';
 import { isValidTimeZone } from './periods';
 
 export type Profile = Record<string, string>;
@@ -24,13 +25,12 @@ export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): 
   const pipe = deps.redis.pipeline();
   pipe.hgetall(keys.profile);
   for (const part of parts) pipe.hgetall(keys[part]);
-  const res = (await pipe.exec()) ?? [];
-  for (const [err] of res) if (err) throw err;
-  const profile = (res[0]?.[1] ?? {}) as Profile;
+  const res = await execValues(pipe);
+  const profile = (res[0] ?? {}) as Profile;
   if (!profile.created) return null;
   const state: UserState = { profile, metrics: {}, achievements: {}, points: {}, streak: {} };
   parts.forEach((part, i) => {
-    state[part] = (res[i + 1]?.[1] ?? {}) as Record<string, string>;
+    state[part] = (res[i + 1] ?? {}) as Record<string, string>;
   });
   return state;
 }
@@ -60,10 +60,9 @@ export async function achievementStats(
   const pipe = deps.redis.pipeline();
   pipe.get(g.userCount);
   if (ids.length) pipe.hmget(g.achievementCompletions, ...ids);
-  const res = (await pipe.exec()) ?? [];
-  for (const [err] of res) if (err) throw err;
-  const users = Number(res[0]?.[1] ?? 0);
-  const counts = (res[1]?.[1] ?? []) as Array<string | null>;
+  const res = await execValues(pipe);
+  const users = Number(res[0] ?? 0);
+  const counts = (res[1] ?? []) as Array<string | null>;
   const completions = new Map<string, number>();
   ids.forEach((id, i) => {
     completions.set(id, Number(counts[i] ?? 0));
@@ -90,11 +89,9 @@ export async function perUserPipelines<T>(
     [...byShard.values()].map(async (indexes) => {
       const pipe = deps.redis.pipeline();
       for (const i of indexes) add(pipe, userIds[i]!);
-      const res = (await pipe.exec()) ?? [];
+      const res = (await execValues(pipe)) as T[];
       indexes.forEach((userIndex, j) => {
-        const slice = res.slice(j * commandsPerUser, (j + 1) * commandsPerUser);
-        for (const [err] of slice) if (err) throw err;
-        out[userIndex] = slice.map(([, v]) => v as T);
+        out[userIndex] = res.slice(j * commandsPerUser, (j + 1) * commandsPerUser);
       });
     }),
   );

@@ -8,7 +8,7 @@
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
 import type { Deps } from '../deps';
-import { isCluster, type RedisClient } from '../redis/client';
+import { isCluster } from '../redis/client';
 import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';
 import {
   allUserIds,
@@ -22,7 +22,7 @@ import {
   type RebuildContext,
   type UserState,
 } from './state';
-import { crossSlotPipeline } from '../redis/batch';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 
 export interface RebuildOptions {
   /** Users per batch (default 200). */
@@ -88,13 +88,8 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
       keys++;
     }
   }
-  await execOrThrow(pipe);
+  await execValues(pipe);
   return keys;
-}
-
-async function execOrThrow(pipe: ReturnType<RedisClient['pipeline']>): Promise<void> {
-  const res = await pipe.exec();
-  for (const [err] of res ?? []) if (err) throw err;
 }
 
 /** The global index keys: replaced as a whole. */
@@ -135,7 +130,7 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
   hset(k.streakActiveMeta, g.streakActiveMeta);
   zadd(k.streakLongest, g.streakLongest);
   hset(k.streakLongestAt, g.streakLongestAt);
-  await execOrThrow(pipe);
+  await execValues(pipe);
   return keys;
 }
 
@@ -184,7 +179,7 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
         streak,
       );
     }
-    await execOrThrow(pipe);
+    await execValues(pipe);
   }
   return rows.length;
 }

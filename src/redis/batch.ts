@@ -33,3 +33,12 @@ export function crossSlotPipeline(redis: RedisClient): ChainableCommander {
   });
   return proxy;
 }
+
+/** Runs a pipeline and returns its replies in order; the first failed command's error is thrown. */
+export async function execValues(pipe: ChainableCommander): Promise<unknown[]> {
+  const res = (await pipe.exec()) ?? [];
+  return res.map(([err, value]) => {
+    if (err) throw err;
+    return value;
+  });
+}

@@ -8,7 +8,7 @@ import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
 import { boostStatus } from '../engine/boost-status';
 import { decodeGroup, type Ranked, userNames } from '../engine/leaderboards';
-import { crossSlotPipeline } from '../redis/batch';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 import { periodIndex } from '../engine/periods';
 import type { Run } from '../engine/runs';
 import {
@@ -203,12 +203,8 @@ export const webhookEventsHook: RecordHook = async (tx, entries: OutboxEntry[], 
   // One socket write on a single Redis (profiles live in different slots: one command each on Cluster).
   const pipe = crossSlotPipeline(deps.redis);
   for (const id of need) pipe.hgetall(deps.keys.user(id).profile);
-  const fetched = need.length ? ((await pipe.exec()) ?? []) : [];
-  for (const [i, id] of need.entries()) {
-    const [err, profile] = fetched[i] ?? [null, null];
-    if (err) throw err;
-    profiles.set(id, (profile as Record<string, string> | null) ?? { id });
-  }
+  const fetched = need.length ? await execValues(pipe) : [];
+  for (const [i, id] of need.entries()) profiles.set(id, (fetched[i] as Record<string, string>) ?? { id });
   const events: WebhookEvent[] = [];
   for (const { record } of entries) {
     const profile = record.profile?.id ? record.profile : (profiles.get(record.user) ?? { id: record.user });
