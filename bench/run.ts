@@ -18,8 +18,24 @@ import { generateApiKey } from '../src/api-keys';
 import { http, parseBody } from './lib/http';
 import { type LoadSettings, type Measurement, measure, round, type Scenario } from './lib/load';
 import { type BenchOptions, parseOptions } from './lib/options';
-import { type Child, cpuSeconds, freePort, startChild, stopAllChildren, waitReady } from './lib/processes';
-import { formatBytes, renderCpu, renderRedisCommands, renderTable, TARGETS } from './lib/report';
+import {
+  type Child,
+  cpuSeconds,
+  freePort,
+  postgresCpuSeconds,
+  startChild,
+  stopAllChildren,
+  totalCpuSeconds,
+  waitReady,
+} from './lib/processes';
+import {
+  formatBytes,
+  renderBudget,
+  renderCpu,
+  renderRedisCommands,
+  renderTable,
+  TARGETS,
+} from './lib/report';
 import {
   censusKeys,
   commandStats,
@@ -242,17 +258,23 @@ async function main() {
     let eventsBuilt = 0;
 
     const cpu = async () => {
-      const [laurelCpu, baselineCpu, redisCpu, machine] = await Promise.all([
-        cpuSeconds(laurel.servers[0]?.proc.pid),
+      // Every Laurel process (API servers and, in two-api mode, the worker) counts as laurel.
+      const [laurelCpu, baselineCpu, redisCpu, postgresCpu, machine] = await Promise.all([
+        totalCpuSeconds(laurel.servers.map((s) => s.proc.pid)),
         cpuSeconds(baselineServer.proc.pid),
         redisCpuSeconds(redis),
+        postgresCpuSeconds(),
         machineBusySeconds(),
       ]);
       const self = process.cpuUsage();
+      const worker = laurel.servers.find((s) => s.name === 'laurel-worker');
       return {
         laurel: laurelCpu,
+        // two-api mode: the worker process alone (history writer, scheduler, webhooks), part of laurel.
+        ...(worker ? { 'laurel-worker': await cpuSeconds(worker.proc.pid) } : {}),
         baseline: baselineCpu,
         redis: redisCpu,
+        postgres: postgresCpu,
         loadgen: (self.user + self.system) / 1e6,
         machine,
       };
@@ -390,6 +412,8 @@ async function main() {
     console.log('');
     console.log(`CPU in cores while measuring (machine = all processes on the box, of ${os.cpus().length}):`);
     console.log(renderCpu(results));
+    const budget = renderBudget(baseline, events);
+    if (budget) console.log(budget);
     console.log('Redis time per event request, by command (server-wide INFO commandstats):');
     console.log(renderRedisCommands(events));
     console.log('');

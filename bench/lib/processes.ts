@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { http } from './http';
@@ -86,16 +86,59 @@ export async function stopAllChildren(): Promise<void> {
   await Promise.all([...children].map((c) => stopChild(c)));
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. */
-export async function cpuSeconds(pid: number | undefined): Promise<number | null> {
-  if (pid === undefined) return null;
+/** The command name and CPU ticks (user + system) of a process, from /proc/<pid>/stat. */
+async function statOf(pid: number | string): Promise<{ name: string; ticks: number } | null> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may contain spaces): utime and stime are fields 14 and 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return ticks / 100; // USER_HZ is 100 on Linux
+    return {
+      name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+      ticks: Number(fields[11]) + Number(fields[12]),
+    };
   } catch {
     return null;
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; null where /proc is missing. */
+export async function cpuSeconds(pid: number | undefined): Promise<number | null> {
+  if (pid === undefined) return null;
+  const s = await statOf(pid);
+  return s ? s.ticks / 100 : null; // USER_HZ is 100 on Linux
+}
+
+/** CPU seconds of several processes together; null when any of them is unknown. */
+export async function totalCpuSeconds(pids: Array<number | undefined>): Promise<number | null> {
+  const each = await Promise.all(pids.map((pid) => cpuSeconds(pid)));
+  return each.some((s) => s === null) ? null : each.reduce<number>((a, b) => a + b!, 0);
+}
+
+/** Last ticks seen per postgres process, and the CPU they used between calls, summed. */
+const postgresTicks = new Map<string, number>();
+let postgresTotal = 0;
+
+/**
+ * CPU seconds used by every `postgres` process on the box since the first call (the server and its
+ * backends, which come and go with connections: each is counted from when it was first seen, so a
+ * backend that exits loses only its use since the previous call). Null where /proc is missing.
+ */
+export async function postgresCpuSeconds(): Promise<number | null> {
+  let pids: string[];
+  try {
+    pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  const seen = new Set<string>();
+  for (const pid of pids) {
+    const s = await statOf(pid);
+    if (s?.name !== 'postgres') continue;
+    seen.add(pid);
+    const last = postgresTicks.get(pid);
+    if (last !== undefined) postgresTotal += Math.max(0, s.ticks - last);
+    postgresTicks.set(pid, s.ticks);
+  }
+  for (const pid of postgresTicks.keys()) if (!seen.has(pid)) postgresTicks.delete(pid);
+  return postgresTotal / 100;
 }

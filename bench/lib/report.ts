@@ -69,3 +69,34 @@ export function renderRedisCommands(m: Measurement): string {
     )
     .join('\n');
 }
+
+/** µs of CPU per request from cores used during a scenario, or null when unknown. */
+function usPerRequest(m: Measurement, cores: number | null | undefined): number | null {
+  return cores === null || cores === undefined || !m.reqPerSec
+    ? null
+    : Math.round((cores * 1e6) / m.reqPerSec);
+}
+
+/**
+ * The throughput bar as a CPU budget: when both scenarios keep the machine busy (or run at the same
+ * fixed rate), their throughput ratio is the inverse ratio of the machine CPU each request costs, so
+ * an event may cost at most the baseline's machine CPU per request ÷ the target ratio. Prints that
+ * budget and where an event's machine CPU went.
+ */
+export function renderBudget(baseline: Measurement, events: Measurement): string | null {
+  const b = usPerRequest(baseline, baseline.cpu.machine);
+  const e = usPerRequest(events, events.cpu.machine);
+  if (b === null || e === null) return null;
+  const parts: Array<[string, number | null]> = [
+    ['laurel', usPerRequest(events, events.cpu.laurel)],
+    ['redis', usPerRequest(events, events.cpu.redis)],
+    ['postgres', usPerRequest(events, events.cpu.postgres)],
+    ['load generator', usPerRequest(events, events.cpu.loadgen)],
+  ];
+  const known = parts.reduce((sum, [, v]) => sum + (v ?? 0), 0);
+  return (
+    `CPU budget of the ${TARGETS.minRatio}× bar: an event may cost the machine ${Math.round(b / TARGETS.minRatio)} µs ` +
+    `(the baseline's ${b} µs ÷ ${TARGETS.minRatio}); it cost ${e} µs: ` +
+    `${parts.map(([k, v]) => `${k} ${v ?? '?'}`).join(', ')}, rest (kernel, other processes) ${e - known}`
+  );
+}
