@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { bulkInsert } from '../db/bulk';
 import type { Deps } from '../deps';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds, type Frequency } from '../engine/periods';
@@ -417,15 +418,17 @@ export class HistoryWriter {
     const collected = lists.flat();
     if (!collected.length) return 0;
     await writeBatch(this.deps, collected, this.opts.hooks);
-    await Promise.all(
-      lists.map(async (list, shard) => {
-        if (!list.length) return;
-        const key = this.deps.keys.outbox(shard);
-        const ids = list.map((e) => e.entryId);
-        await this.deps.redis.xack(key, HISTORY_GROUP, ...ids);
-        await this.deps.redis.xdel(key, ...ids);
-      }),
-    );
+    // Acknowledged and deleted in one pipeline: a pass spans up to every shard, and one command per
+    // shard would be one socket write each (auto-pipelining is off), for Node and Redis alike.
+    const done = crossSlotPipeline(this.deps.redis);
+    lists.forEach((list, shard) => {
+      if (!list.length) return;
+      const key = this.deps.keys.outbox(shard);
+      const ids = list.map((e) => e.entryId);
+      done.xack(key, HISTORY_GROUP, ...ids);
+      done.xdel(key, ...ids);
+    });
+    await execValues(done);
     this.written += collected.length;
     return collected.length;
   }

@@ -67,6 +67,14 @@ describe('history writer', () => {
     }
     while ((await writer.drainOnce()) > 0) {}
     expect(await writer.lag()).toBe(0);
+    // Acknowledged as well as deleted: the group has nothing pending (XDEL alone leaves every entry
+    // in the pending list, to be claimed again).
+    const pending = await Promise.all(
+      Array.from({ length: t.deps.config.USER_SHARDS }, (_, shard) =>
+        t.deps.redis.xpending(t.deps.keys.outbox(shard), HISTORY_GROUP),
+      ),
+    );
+    expect(pending.map((p) => Number((p as unknown[])[0]))).toEqual(pending.map(() => 0));
     for (const [user, total] of Object.entries(sent)) {
       const k = t.deps.keys.user(user);
       const [row] = await t.deps.db
