@@ -259,19 +259,20 @@ async function main() {
 
     const cpu = async () => {
       // Every Laurel process (API servers and, in two-api mode, the worker) counts as laurel.
-      const [laurelCpu, baselineCpu, redisCpu, postgresCpu, machine] = await Promise.all([
+      const worker = laurel.servers.find((s) => s.name === 'laurel-worker');
+      const [laurelCpu, workerCpu, baselineCpu, redisCpu, postgresCpu, machine] = await Promise.all([
         totalCpuSeconds(laurel.servers.map((s) => s.proc.pid)),
+        cpuSeconds(worker?.proc.pid),
         cpuSeconds(baselineServer.proc.pid),
         redisCpuSeconds(redis),
         postgresCpuSeconds(),
         machineBusySeconds(),
       ]);
       const self = process.cpuUsage();
-      const worker = laurel.servers.find((s) => s.name === 'laurel-worker');
       return {
         laurel: laurelCpu,
         // two-api mode: the worker process alone (history writer, scheduler, webhooks), part of laurel.
-        ...(worker ? { 'laurel-worker': await cpuSeconds(worker.proc.pid) } : {}),
+        ...(worker ? { 'laurel-worker': workerCpu } : {}),
         baseline: baselineCpu,
         redis: redisCpu,
         postgres: postgresCpu,

@@ -130,9 +130,10 @@ export async function postgresCpuSeconds(): Promise<number | null> {
   } catch {
     return null;
   }
+  const stats = await Promise.all(pids.map((pid) => statOf(pid)));
   const seen = new Set<string>();
-  for (const pid of pids) {
-    const s = await statOf(pid);
+  for (const [i, pid] of pids.entries()) {
+    const s = stats[i];
     if (s?.name !== 'postgres') continue;
     seen.add(pid);
     const last = postgresTicks.get(pid);

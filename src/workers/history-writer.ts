@@ -377,20 +377,22 @@ export class HistoryWriter {
     if (claim) this.lastClaim = Date.now();
     const lists: OutboxEntry[][] = all.map(() => []);
     if (claim) {
-      await Promise.all(
-        all.map(async (shard) => {
-          const claimed = (await this.deps.redis.xautoclaim(
-            this.deps.keys.outbox(shard),
-            HISTORY_GROUP,
-            this.consumer,
-            claimIdle,
-            '0',
-            'COUNT',
-            perShard,
-          )) as [string, Array<[string, string[]] | null>];
-          for (const e of claimed[1] ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
-        }),
-      );
+      // One pipeline over every shard, like the acknowledgements below.
+      const claims = crossSlotPipeline(this.deps.redis);
+      for (const shard of all)
+        claims.xautoclaim(
+          this.deps.keys.outbox(shard),
+          HISTORY_GROUP,
+          this.consumer,
+          claimIdle,
+          '0',
+          'COUNT',
+          perShard,
+        );
+      const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
+      claimed.forEach(([, list], shard) => {
+        for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
+      });
     }
     const read = (keys: string[]) =>
       this.deps.redis.xreadgroup(

@@ -103,6 +103,7 @@ describe('cross-user indexes of a user op', () => {
     const after = await indexesOf('gf-a');
     expect(after).toEqual({ ...before, xp: '20' });
   });
+
   it('are left to their own call when the streak ends beyond the expiries the script was given', async () => {
     // 10 freezes: the streak is covered 11 periods ahead, past the 9 expiries passed to the script.
     await streakSettings(10);
