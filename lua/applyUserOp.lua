@@ -15,12 +15,16 @@ Ops (input.op):
 
 KEYS[1] profile hash        KEYS[2] metric totals hash   KEYS[3] counters hash
 KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
-KEYS[7] idempotency hash    KEYS[8] board values hash    KEYS[9] shard outbox stream
+KEYS[7] idempotency hash (the current window bucket, or the forever hash)
+KEYS[8] board values hash (boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run
+        before it)    KEYS[9] shard outbox stream
 KEYS[10] this op's reply marker (kept 10 s: a retried call with the same op id returns it)
 KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
              here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
 KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
+KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
+             window bucket and of the one before it
 KEYS[input.glob.ki ..] (single Redis only) the 7 cross-user index keys of lib/globals.lua, then
              the points totals zset of each system in input.glob.sys (system ids), in that order
 
@@ -70,8 +74,21 @@ local prof = {}
 for i = 1, #praw, 2 do prof[praw[i]] = praw[i + 1] end
 local exists = prof.created ~= nil
 
+-- Idempotency (application-api §4): "<event id>|<first use ms>" in the current or previous window
+-- bucket, remembered for input.idem.win ms (0: forever, the value is the event id alone).
 local prior = nil
-if op == 'event' and input.idem then prior = redis.call('HGET', K_IDEM, input.idem) end
+local function remembered(key)
+  local v = redis.call('HGET', key, input.idem.f)
+  if not v then return nil end
+  local id, at = string.match(v, '^([^|]*)|(%d+)$')
+  if not id then return v end
+  if now - tonumber(at) >= input.idem.win then return nil end
+  return id
+end
+if op == 'event' and input.idem then
+  prior = remembered(K_IDEM)
+  if not prior and input.idem.prevKi then prior = remembered(KEYS[input.idem.prevKi]) end
+end
 
 -- The time zone this request is evaluated in: a replay does not upsert, so the stored one.
 local tz = prof.tz or 'UTC'
@@ -190,12 +207,48 @@ else
   st.length = 0
 end
 
+-- The user's value on a board run: kept for the latest run the user has a value in and the one before
+-- it (a late event of the previous run, after a change of zone), so the hash never outgrows the boards.
+local boardSlots = {}
+local function boardSlot(id)
+  local s = boardSlots[id]
+  if not s then
+    local vals = redis.call('HMGET', K_BOARDS, id, id .. '~')
+    s = {}
+    for j = 1, 2 do
+      if vals[j] then
+        local r, val = string.match(vals[j], '^([^|]*)|(.*)$')
+        s[j] = { run = r, value = tonumber(val), raw = vals[j] }
+      end
+    end
+    boardSlots[id] = s
+  end
+  return s
+end
+local function boardValue(id, run)
+  local s = boardSlot(id)
+  if s[1] and s[1].run == run then return s[1].value end
+  if s[2] and s[2].run == run then return s[2].value end
+  return 0
+end
+local function boardStore(id, run, value)
+  local s = boardSlot(id)
+  local raw = run .. '|' .. fmt(value)
+  if s[1] == nil or s[1].run == run then
+    redis.call('HSET', K_BOARDS, id, raw)
+  elseif run > s[1].run then
+    redis.call('HSET', K_BOARDS, id, raw, id .. '~', s[1].raw)
+  elseif s[2] == nil or run >= s[2].run then
+    redis.call('HSET', K_BOARDS, id .. '~', raw)
+  end
+end
+
 local boardValues = {}
 if op == 'event' and v ~= 0 then
   for _, b in ipairs(input.boards or {}) do
     if b.kind == 'metric' and b.ref == metricId then
       local f = b.id .. '|' .. b.run
-      local nv = num(redis.call('HGET', K_BOARDS, f), 0) + v
+      local nv = boardValue(b.id, b.run) + v
       if math.abs(nv) > MAX_SAFE then overflow = true end
       boardValues[f] = nv
     end
@@ -217,15 +270,11 @@ end
 local restore = nil
 if op == 'restore' then
   local best, bestIdx = 0, nil
-  for field, val in pairs(st.raw) do
-    local e, idx = string.match(field, '^h:(%-?%d+):(%-?%d+)$')
-    if e and tonumber(e) == S.epoch and tonumber(idx) >= input.fromIdx and tonumber(idx) <= cur then
-      local len = tonumber(string.match(val, '^(%d+)'))
-      if len > best or (len == best and bestIdx and tonumber(idx) > bestIdx) then
-        best, bestIdx = len, tonumber(idx)
-      end
+  histEach(st.hist, function(idx, len)
+    if idx >= input.fromIdx and idx <= cur and (len > best or (len == best and bestIdx and idx > bestIdx)) then
+      best, bestIdx = len, idx
     end
-  end
+  end)
   if best == 0 then
     restore = { issue = 'none' }
   elseif st.length >= best then
@@ -292,7 +341,18 @@ end
 
 if op == 'event' then
   redis.call('HSET', K_METRICS, metricId, fmt(total1))
-  if input.idem then redis.call('HSET', K_IDEM, input.idem, input.eventId) end
+  if input.idem then
+    if input.idem.win > 0 then
+      redis.call('HSET', K_IDEM, input.idem.f, input.eventId .. '|' .. fmt(now))
+      -- The bucket's first key: it expires at the end of the next bucket (relative to the op's clock,
+      -- which need not be Redis's), and the bucket before the previous one, past the window, goes now.
+      if redis.call('PEXPIRE', K_IDEM, math.max(1, input.idem.exp - now), 'NX') == 1 then
+        redis.call('UNLINK', KEYS[input.idem.oldKi])
+      end
+    else
+      redis.call('HSET', K_IDEM, input.idem.f, input.eventId)
+    end
+  end
 end
 
 -- Streak: the current period becomes met?
@@ -366,20 +426,22 @@ if S.on or st.freezeInit or granted then
       sf[#sf + 1] = 's:' .. c.m
       sf[#sf + 1] = fmt(sums[c.m] or 0)
     end
-    for _, p in ipairs(periods) do
-      sf[#sf + 1] = 'h:' .. S.epoch .. ':' .. p.idx
-      sf[#sf + 1] = fmt(p.length) .. '|' .. (p.freeze and '1' or '0') .. '|' .. (p.pause and '1' or '0')
-    end
+  end
+  -- The fields about to be written, except period history (kept in streak_periods): rebuild merges them.
+  streakFields = {}
+  for i = 1, #sf do streakFields[i] = sf[i] end
+  if S.on and #periods > 0 then
+    local entries = {}
+    for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
+    st.hist = histAppend(st.hist, entries)
+  end
+  if st.hist ~= '' and (st.hist ~= st.raw.hist or st.legacy) then
+    sf[#sf + 1] = 'hist'
+    sf[#sf + 1] = st.hist
   end
   redis.call('HSET', K_STREAK, unpack(sf))
-  -- The fields just written, except period history (kept in streak_periods): rebuild merges them.
-  streakFields = {}
-  for i = 1, #sf, 2 do
-    if string.sub(sf[i], 1, 2) ~= 'h:' then
-      streakFields[#streakFields + 1] = sf[i]
-      streakFields[#streakFields + 1] = sf[i + 1]
-    end
-  end
+  if st.legacy and #st.legacy > 0 then redis.call('HDEL', K_STREAK, unpack(st.legacy)) end
+  if st.hist == '' and st.raw.hist then redis.call('HDEL', K_STREAK, 'hist') end
   if st.started == nil or st.started == '' then st.started = nil end
 end
 
@@ -535,12 +597,12 @@ for _, b in ipairs(input.boards or {}) do
   if b.kind == 'metric' and boardValues[f] ~= nil then
     nv = boardValues[f]
   elseif b.kind == 'points' and pointsBySystem[b.ref] then
-    nv = num(redis.call('HGET', K_BOARDS, f), 0) + pointsBySystem[b.ref]
+    nv = boardValue(b.id, b.run) + pointsBySystem[b.ref]
   elseif b.kind == 'streak' and streakChanged then
     nv = st.length
   end
   if nv ~= nil then
-    redis.call('HSET', K_BOARDS, f, fmt(nv))
+    boardStore(b.id, b.run, nv)
     boards[#boards + 1] = { id = b.id, run = b.run, value = fmt(nv) }
   end
 end
@@ -647,7 +709,7 @@ local record = {
   metric = metricId,
   value = op == 'event' and fmt(v) or nil,
   eattrs = input.eattrs,
-  idem = input.idem,
+  idem = input.idem and input.idem.f or nil,
   completions = completions,
   awards = outAwards,
   streak = streakOut,

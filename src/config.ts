@@ -63,6 +63,8 @@ export const envSchema = z.object({
   HISTORY_CLAIM_IDLE_MS: intFromEnv(30_000, 100, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
+  /** How long an Idempotency-Key is remembered after its first use (application-api §4); 0 = forever. */
+  IDEMPOTENCY_WINDOW_DAYS: intFromEnv(30, 0, 3650),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */
   DASHBOARD_SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });

@@ -117,11 +117,58 @@ local function rollover(freq, st, cur, pauses, freezesOn, skip)
   return resolved, lost
 end
 
+-- Period history kept in the streak hash (field `hist`): the newest HIST_MAX met or bridged periods of
+-- the current settings epoch, oldest first, as "<idx>:<length>[f|p]" joined by ',' (f = bridged by a
+-- freeze, p = by a pause). 100 covers the longest history a read can ask (historyPeriods <= 100) and
+-- every restore look-back (90 days, 53 weeks, 24 months); older periods live only in streak_periods.
+-- Older layouts kept one field per period (h:<epoch>:<idx>); loadStreak folds those in and the next
+-- write removes them.
+local HIST_MAX = 100
+
+local function histEntry(idx, length, freeze, pause)
+  return fmt(idx) .. ':' .. fmt(length) .. (freeze and 'f' or (pause and 'p' or ''))
+end
+
+-- Appends entries (strings) to a history string, keeping the newest HIST_MAX.
+local function histAppend(hist, entries)
+  if #entries == 0 then return hist end
+  local add = table.concat(entries, ',')
+  if hist == nil or hist == '' then hist = add else hist = hist .. ',' .. add end
+  local _, commas = string.gsub(hist, ',', '')
+  local drop = commas + 1 - HIST_MAX
+  if drop > 0 then
+    local pos = 0
+    for _ = 1, drop do pos = string.find(hist, ',', pos + 1, true) end
+    hist = string.sub(hist, pos + 1)
+  end
+  return hist
+end
+
+-- Calls fn(idx, length) for each entry of a history string.
+local function histEach(hist, fn)
+  if hist == nil or hist == '' then return end
+  for idx, len in string.gmatch(hist, '(%-?%d+):(%d+)') do fn(tonumber(idx), tonumber(len)) end
+end
+
 -- Reads the streak hash into a state table; a different settings epoch means a discarded state.
 local function loadStreak(key, epoch)
   local raw = redis.call('HGETALL', key)
   local h = {}
-  for i = 1, #raw, 2 do h[raw[i]] = raw[i + 1] end
+  local legacy = nil
+  for i = 1, #raw, 2 do
+    local f = raw[i]
+    if string.byte(f, 1) == 104 and string.byte(f, 2) == 58 then -- 'h:'
+      legacy = legacy or {}
+      legacy[#legacy + 1] = f
+      local e, idx = string.match(f, '^h:(%-?%d+):(%-?%d+)$')
+      if e and tonumber(e) == epoch then
+        local len, fr, pa = string.match(raw[i + 1], '^(%d+)|(%d)|(%d)')
+        legacy[#legacy + 1] = { tonumber(idx), tonumber(len), fr == '1', pa == '1' }
+      end
+    else
+      h[f] = raw[i + 1]
+    end
+  end
   local st = {
     freezes = num(h.freezes, 0),
     longest = num(h.longest, 0),
@@ -129,7 +176,20 @@ local function loadStreak(key, epoch)
     pauses = h.pauses and cjson.decode(h.pauses) or {},
     freezeInit = h.freezeInit,
     raw = h,
+    hist = h.hist or '',
   }
+  if legacy then
+    -- Fold the old per-period fields into hist (entries of this epoch, by period).
+    st.legacy = {}
+    local entries = {}
+    for _, x in ipairs(legacy) do
+      if type(x) == 'string' then st.legacy[#st.legacy + 1] = x else entries[#entries + 1] = x end
+    end
+    table.sort(entries, function(a, b) return a[1] < b[1] end)
+    local strs = {}
+    for _, x in ipairs(entries) do strs[#strs + 1] = histEntry(x[1], x[2], x[3], x[4]) end
+    st.hist = histAppend('', strs)
+  end
   if num(h.epoch, -1) == epoch then
     st.length = num(h.length, 0)
     st.lastMet = num(h.lastMet, nil)
@@ -144,6 +204,7 @@ local function loadStreak(key, epoch)
     st.lengthAt = 0
     st.metAt = 0
     st.curMet = false
+    if not legacy then st.hist = '' end
   end
   return st
 end

@@ -35,7 +35,12 @@ export interface StreakView {
 
 const int = (s: string | undefined, def: number) => (s === undefined || s === '' ? def : Number(s));
 
-function storedPeriods(raw: Record<string, string>, epoch: number): Map<number, StreakPeriodRecord> {
+/**
+ * The stored period history of settings epoch `epoch`: the hash's `hist` field (the newest 100 met or
+ * bridged periods of the hash's epoch, "<idx>:<length>[f|p]" joined by ',', see lua/lib/common.lua),
+ * plus the per-period fields `h:<epoch>:<idx>` of the older layout that the next write folds in.
+ */
+export function storedPeriods(raw: Record<string, string>, epoch: number): Map<number, StreakPeriodRecord> {
   const out = new Map<number, StreakPeriodRecord>();
   const prefix = `h:${epoch}:`;
   for (const [field, value] of Object.entries(raw)) {
@@ -47,8 +52,34 @@ function storedPeriods(raw: Record<string, string>, epoch: number): Map<number, 
       usedPause: pause === '1',
     });
   }
+  if (raw.hist && Number(raw.epoch) === epoch) {
+    for (const [idx, record] of parseHistory(raw.hist)) out.set(idx, record);
+  }
   return out;
 }
+
+/** Entries of a `hist` field, oldest first. */
+export function parseHistory(hist: string): Array<[number, StreakPeriodRecord]> {
+  const out: Array<[number, StreakPeriodRecord]> = [];
+  for (const entry of hist.split(',')) {
+    const m = /^(-?\d+):(\d+)([fp]?)$/.exec(entry);
+    if (!m) continue;
+    out.push([Number(m[1]), { length: Number(m[2]), usedFreeze: m[3] === 'f', usedPause: m[3] === 'p' }]);
+  }
+  return out;
+}
+
+/** The `hist` field for period records of one epoch (any order): the newest 100 by period, as the script keeps them. */
+export function formatHistory(records: Array<[number, StreakPeriodRecord]>): string {
+  return [...records]
+    .sort((a, b) => a[0] - b[0])
+    .slice(-HISTORY_MAX)
+    .map(([idx, r]) => `${idx}:${r.length}${r.usedFreeze ? 'f' : r.usedPause ? 'p' : ''}`)
+    .join(',');
+}
+
+/** Periods of history kept in Redis (lua/lib/common.lua HIST_MAX); older ones are in streak_periods. */
+export const HISTORY_MAX = 100;
 
 /** Pauses of the stored hash: [firstDayIndex, lastDayIndex] pairs (cjson may write [] as {}). */
 function storedPauses(raw: Record<string, string>): Array<[number, number]> {

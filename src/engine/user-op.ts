@@ -7,6 +7,7 @@ import { AppError, isInfrastructureError, notFound, unavailable, unprocessable }
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
+import { DAY_MS, idempotencyKeys } from './idempotency';
 import { dayIndex, localDate, periodIndex } from './periods';
 import {
   applyBoardUpdates,
@@ -319,6 +320,11 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const keys = deps.keys.user(op.user.id);
   const eventId = randomUUID();
   const systemKeys = plan.systems.map((s) => keys.awards(s.id));
+  const now = deps.clock.now();
+  const idemKeys =
+    op.kind === 'event' && op.idempotencyKey
+      ? idempotencyKeys(keys, deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS, now)
+      : undefined;
   const allKeys = [
     keys.profile,
     keys.metrics,
@@ -326,13 +332,23 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     keys.achievements,
     keys.points,
     keys.streak,
-    keys.idempotency,
+    idemKeys?.current ?? keys.idempotency,
     keys.boards,
     keys.outbox,
     keys.op(eventId),
     ...systemKeys,
   ];
-  const now = deps.clock.now();
+  if (idemKeys?.previous && idemKeys.old) allKeys.push(idemKeys.previous, idemKeys.old);
+  const idem =
+    op.kind === 'event' && op.idempotencyKey && idemKeys
+      ? {
+          f: `${op.metricId}|${op.idempotencyKey}`,
+          win: idemKeys.windowMs,
+          exp: idemKeys.expireAt,
+          prevKi: idemKeys.previous ? allKeys.length - 1 : undefined,
+          oldKi: idemKeys.old ? allKeys.length : undefined,
+        }
+      : undefined;
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
   let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
   // The stored zone before this request (checked by the script when the request changes it).
@@ -368,7 +384,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
         op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length
           ? op.eventAttributes
           : undefined,
-      idem: op.kind === 'event' && op.idempotencyKey ? `${op.metricId}|${op.idempotencyKey}` : undefined,
+      idem,
       mustExist:
         op.kind === 'upsert'
           ? op.mustExist

@@ -8,6 +8,7 @@
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
 import type { Deps } from '../deps';
+import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
 import { isCluster } from '../redis/client';
 import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';
 import {
@@ -52,10 +53,16 @@ export function userKeyNames(ctx: RebuildContext, s: Pick<UserState, 'keys'>): s
     k.achievements,
     k.points,
     k.streak,
-    k.idempotency,
     k.boards,
     ...ctx.systems.map((sys) => k.awards(sys.id)),
   ];
+}
+
+/** The idempotency hashes a user may have now: the forever hash and the live window buckets. */
+export function idempotencyKeyNames(deps: Deps, s: Pick<UserState, 'keys'>): string[] {
+  const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
+  const k = idempotencyKeys(s.keys, windowMs, deps.clock.now());
+  return [s.keys.idempotency, ...(windowMs > 0 ? [k.current, k.previous!] : [])];
 }
 
 const nonEmpty = (h: Record<string, string>) => Object.keys(h).length > 0;
@@ -66,7 +73,7 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
   const pipe = crossSlotPipeline(deps.redis);
   let keys = 0;
   for (const s of states) {
-    for (const key of userKeyNames(ctx, s)) pipe.unlink(key);
+    for (const key of [...userKeyNames(ctx, s), ...idempotencyKeyNames(deps, s)]) pipe.unlink(key);
     const hashes: Array<[string, Record<string, string>]> = [
       [s.keys.profile, s.profile],
       [s.keys.metrics, s.metrics],
@@ -74,12 +81,17 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
       [s.keys.achievements, s.achievements],
       [s.keys.points, s.points],
       [s.keys.streak, s.streak],
-      [s.keys.idempotency, s.idem],
       [s.keys.boards, s.boards],
     ];
     for (const [key, h] of hashes) {
       if (!nonEmpty(h)) continue;
       pipe.hset(key, ...flat(h));
+      keys++;
+    }
+    for (const [key, h] of Object.entries(s.idem)) {
+      pipe.hset(key, ...flat(h));
+      const at = s.idemExpireAt[key];
+      if (at !== undefined) pipe.pexpire(key, Math.max(1, at - deps.clock.now()));
       keys++;
     }
     for (const [sys, list] of Object.entries(s.awards)) {

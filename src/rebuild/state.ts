@@ -5,13 +5,13 @@
  * |---|---|
  * | profile | `users` row; `seq` from `user_states.seq` |
  * | metrics | sum of `events.value_micros` per metric |
- * | idem | `events.idempotency_key` → event id |
+ * | idem | `events.idempotency_key` → event id (with a window: "<event id>|<ms>" of keys first used inside it, in their bucket's hash) |
  * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
  * | achievements | `achievement_completions`, JSON-encoded by the same Lua constructor |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
  * | awards:<system> | the newest 100 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
- * | streak | `user_states.streak` (fields as last written) + `h:<epoch>:<idx>` from `streak_periods` |
- * | boards | the latest `leaderboard_updates.value` per board run |
+ * | streak | `user_states.streak` (fields as last written) + `hist`: the newest 100 `streak_periods` of its epoch |
+ * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
 import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
@@ -31,6 +31,8 @@ import {
 } from '../db/schema';
 import type { Deps } from '../deps';
 import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
+import { idempotencyKeys, idempotencyValue, DAY_MS } from '../engine/idempotency';
+import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
 
@@ -68,7 +70,10 @@ export interface UserState {
   achievements: Record<string, string>;
   points: Record<string, string>;
   streak: Record<string, string>;
-  idem: Record<string, string>;
+  /** Idempotency hashes by Redis key (the forever hash, or the window buckets still alive). */
+  idem: Record<string, Record<string, string>>;
+  /** When each idempotency hash expires (ms), for the window buckets. */
+  idemExpireAt: Record<string, number>;
   boards: Record<string, string>;
   /** systemId → encoded awards, newest first (at most 100). */
   awards: Record<string, string[]>;
@@ -141,6 +146,8 @@ export async function loadUserStates(
 ): Promise<UserState[]> {
   if (!userIds.length) return [];
   const db = deps.db;
+  const now = deps.clock.now();
+  const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
   const [userRows, stateRows, eventRows, awardRows, completionRows, periodRows, boardRows] =
     await Promise.all([
       db.select().from(users).where(inArray(users.id, userIds)),
@@ -187,11 +194,26 @@ export async function loadUserStates(
   const awardsBy = group(awardRows);
   const completionsBy = group(completionRows);
   const periodsBy = group(periodRows);
-  const boardsBy = new Map<string, Record<string, string>>();
+  // boardId -> runStart -> latest value (later seq wins); the hash keeps the two latest runs per board.
+  const runValues = new Map<string, Map<string, Map<string, string>>>();
   for (const r of boardRows) {
-    const m = boardsBy.get(r.userId) ?? {};
-    m[`${r.board}|${r.run}`] = String(r.value); // later seq wins
-    boardsBy.set(r.userId, m);
+    const byBoard = runValues.get(r.userId) ?? new Map<string, Map<string, string>>();
+    const byRun = byBoard.get(r.board) ?? new Map<string, string>();
+    byRun.set(r.run, String(r.value));
+    byBoard.set(r.board, byRun);
+    runValues.set(r.userId, byBoard);
+  }
+  const boardsBy = new Map<string, Record<string, string>>();
+  for (const [userId, byBoard] of runValues) {
+    const m: Record<string, string> = {};
+    for (const [board, byRun] of byBoard) {
+      const runs = [...byRun.keys()].sort();
+      const last = runs[runs.length - 1]!;
+      m[board] = `${last}|${byRun.get(last)}`;
+      const prev = runs[runs.length - 2];
+      if (prev !== undefined) m[`${board}~`] = `${prev}|${byRun.get(prev)}`;
+    }
+    boardsBy.set(userId, m);
   }
   const liveTriggers = ctx.triggers.filter(
     (t) =>
@@ -233,13 +255,26 @@ export async function loadUserStates(
     profile.seq = str(lastSeq);
 
     const metrics: Record<string, string> = {};
-    const idem: Record<string, string> = {};
     const sums = new Map<string, number>();
+    // The newest use of each key (a key reused after its window was processed anew).
+    const keyed = new Map<string, { id: string; at: number }>();
     for (const e of evs) {
       sums.set(e.metricId, (sums.get(e.metricId) ?? 0) + e.valueMicros);
-      if (e.idempotencyKey !== null) idem[`${e.metricId}|${e.idempotencyKey}`] = e.id;
+      if (e.idempotencyKey !== null)
+        keyed.set(`${e.metricId}|${e.idempotencyKey}`, { id: e.id, at: e.created.getTime() });
     }
     for (const [m, s] of sums) metrics[m] = str(s);
+    const userKeys = deps.keys.user(u.id);
+    const idem: Record<string, Record<string, string>> = {};
+    const idemExpireAt: Record<string, number> = {};
+    for (const [field, { id, at }] of keyed) {
+      if (windowMs > 0 && now - at >= windowMs) continue;
+      const key = idempotencyKeys(userKeys, windowMs, at);
+      const hash = idem[key.current] ?? {};
+      hash[field] = idempotencyValue(id, at, windowMs);
+      idem[key.current] = hash;
+      if (key.expireAt !== undefined) idemExpireAt[key.current] = key.expireAt;
+    }
 
     // Replayed counters: T = running sum of matching events since activation, H = highest T (> 0).
     const replayed: Record<string, string> = {};
@@ -283,7 +318,7 @@ export async function loadUserStates(
     }
     const s: UserState = {
       userId: u.id,
-      keys: deps.keys.user(u.id),
+      keys: userKeys,
       profile,
       metrics,
       counters,
@@ -291,6 +326,7 @@ export async function loadUserStates(
       points,
       streak: { ...(state?.streak ?? {}) },
       idem,
+      idemExpireAt,
       boards: boardsBy.get(u.id) ?? {},
       awards: {},
       replayed,
@@ -323,15 +359,19 @@ export async function loadUserStates(
         s.achievements[c.achievementId] = encoded.completions[i]!;
       });
     }
+    const history: Array<[number, StreakPeriodRecord]> = [];
+    const epoch = s.streak.epoch === undefined ? undefined : Number(s.streak.epoch);
     for (const p of periodsBy.get(u.id) ?? []) {
       const idx = periodIndex(frequencyOf(p.periodStart, p.periodEnd), p.periodStart);
-      s.streak[`h:${p.epoch}:${idx}`] = `${p.length}|${p.usedFreeze ? '1' : '0'}|${p.usedPause ? '1' : '0'}`;
+      if (p.epoch === epoch)
+        history.push([idx, { length: p.length, usedFreeze: p.usedFreeze, usedPause: p.usedPause }]);
       if (!p.usedFreeze && !p.usedPause && p.length > 0) {
         const f = `${u.id}|${p.length}`;
         const at = p.updated.getTime();
         if (s.longestAt[f] === undefined || at < s.longestAt[f]!) s.longestAt[f] = at;
       }
     }
+    if (history.length) s.streak.hist = formatHistory(history);
     out.push(s);
   }
   const enc = await encodeJson(deps, toEncode);

@@ -4,7 +4,8 @@
  * in the outbox are in Redis but not yet in Postgres.
  */
 import type { Deps } from '../deps';
-import { userKeyNames } from './rebuild';
+import { idempotencyKeyNames, userKeyNames } from './rebuild';
+import { DAY_MS } from '../engine/idempotency';
 import {
   allUserIds,
   globalCounts,
@@ -126,9 +127,13 @@ async function verifyUsers(
   diffs: Difference[],
 ): Promise<void> {
   const pipe = crossSlotPipeline(deps.redis);
+  const idemKeys = new Map<string, string[]>();
   for (const s of states) {
-    for (const key of userKeyNames(ctx, s).slice(0, 8)) pipe.hgetall(key);
+    for (const key of userKeyNames(ctx, s).slice(0, 7)) pipe.hgetall(key);
     for (const sys of ctx.systems) pipe.lrange(s.keys.awards(sys.id), 0, -1);
+    const idem = [...new Set([...idempotencyKeyNames(deps, s), ...Object.keys(s.idem)])];
+    idemKeys.set(s.userId, idem);
+    for (const key of idem) pipe.hgetall(key);
   }
   const res = ((await pipe.exec()) ?? []).map(([err, v]) => {
     if (err) throw err;
@@ -136,8 +141,8 @@ async function verifyUsers(
   });
   let k = 0;
   for (const s of states) {
-    const names = ['profile', 'metrics', 'counters', 'achievements', 'points', 'streak', 'idem', 'boards'];
-    const expected = [s.profile, s.metrics, s.counters, s.achievements, s.points, s.streak, s.idem, s.boards];
+    const names = ['profile', 'metrics', 'counters', 'achievements', 'points', 'streak', 'boards'];
+    const expected = [s.profile, s.metrics, s.counters, s.achievements, s.points, s.streak, s.boards];
     for (let j = 0; j < names.length; j++) {
       const redis = res[k++] as Record<string, string>;
       diffHash(diffs, s.userId, names[j]!, redis, expected[j]!);
@@ -167,6 +172,18 @@ async function verifyUsers(
           });
         }
       }
+    }
+    // Idempotency keys still remembered (entries past the window wait for their bucket to expire).
+    const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
+    const now = deps.clock.now();
+    for (const key of idemKeys.get(s.userId)!) {
+      const live = Object.fromEntries(
+        Object.entries(res[k++] as Record<string, string>).filter(([, v]) => {
+          const at = Number(v.split('|')[1]);
+          return !(windowMs > 0 && v.includes('|') && now - at >= windowMs);
+        }),
+      );
+      diffHash(diffs, s.userId, `idem ${key.slice(key.lastIndexOf(':idem'))}`, live, s.idem[key] ?? {});
     }
   }
   await verifyBoards(deps, ctx, states, diffs);

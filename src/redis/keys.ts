@@ -43,8 +43,13 @@ export class Keys {
       points: `${base}:points`,
       /** Streak per-period sums and history (JSON values). */
       streak: `${base}:streak`,
-      /** "<metricId>|<key>" -> event id. */
+      /** "<metricId>|<key>" -> event id, kept forever (IDEMPOTENCY_WINDOW_DAYS=0). */
       idempotency: `${base}:idem`,
+      /**
+       * "<metricId>|<key>" -> "<event id>|<first use ms>" of keys first used in window bucket `b`
+       * (floor(ms / window)); each bucket key expires when its last entry leaves the window.
+       */
+      idemBucket: (bucket: number) => `${base}:idem:${bucket}`,
       /** Per-board per-run values: "<boardId>|<runStart>" -> value. */
       boards: `${base}:boards`,
       /** Recent awards of one system (JSON, newest first, capped). */

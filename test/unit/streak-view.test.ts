@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { dayIndex, periodIndex } from '../../src/engine/periods';
-import { type StreakViewSettings, streakHistory, viewStreak } from '../../src/engine/streak-view';
+import {
+  formatHistory,
+  HISTORY_MAX,
+  parseHistory,
+  type StreakViewSettings,
+  streakHistory,
+  viewStreak,
+} from '../../src/engine/streak-view';
 
 const daily: StreakViewSettings = { enabled: true, frequency: 'daily', freezesEnabled: true, epoch: 3 };
 const TODAY = '2025-03-10';
@@ -161,5 +168,31 @@ describe('streakHistory', () => {
       '2025-02-01',
       '2025-03-01',
     ]);
+  });
+});
+
+describe('bounded period history (the hist field)', () => {
+  it('keeps the newest 100 periods in order and reads back what it wrote', () => {
+    const records = Array.from({ length: 150 }, (_, i) => [
+      1000 + 149 - i,
+      { length: 150 - i, usedFreeze: i % 7 === 0, usedPause: i % 11 === 0 && i % 7 !== 0 },
+    ]) as Array<[number, { length: number; usedFreeze: boolean; usedPause: boolean }]>;
+    const hist = formatHistory(records);
+    const parsed = parseHistory(hist);
+    expect(parsed).toHaveLength(HISTORY_MAX);
+    expect(parsed[0]![0]).toBe(1050);
+    expect(parsed[99]![0]).toBe(1149);
+    const byIdx = new Map(records);
+    for (const [idx, r] of parsed) expect(r).toEqual(byIdx.get(idx));
+  });
+
+  it('reads hist only for the epoch the hash belongs to, and the older per-period fields too', () => {
+    const settings = { enabled: true, frequency: 'daily' as const, freezesEnabled: false, epoch: 2 };
+    const raw = { epoch: '2', length: '2', lastMet: '11', hist: '10:1,11:2', 'h:2:9': '1|0|1' };
+    const view = viewStreak(raw, settings, 11);
+    expect([...view.periods.keys()].sort()).toEqual([10, 11, 9]);
+    expect(view.periods.get(9)).toEqual({ length: 1, usedFreeze: false, usedPause: true });
+    const other = viewStreak({ ...raw, epoch: '1' }, settings, 11);
+    expect([...other.periods.keys()]).toEqual([9]);
   });
 });

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps';
 import { leaderboardStatus, utcDate } from '../../engine/leaderboard-status';
 import { runForRead, userHistory, userStanding } from '../../engine/leaderboards';
 import { localDate, periodBounds, periodIndex } from '../../engine/periods';
+import { storedPeriods } from '../../engine/streak-view';
 import { levelOf } from '../../http/presenters';
 import { LineChart, type StreakCell, StreakStrip } from '../charts';
 import { userState } from '../data';
@@ -71,13 +72,13 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
   const cfg = snap.streak;
   const curIdx = periodIndex(cfg.frequency, localDate(now, tz));
   const cells: StreakCell[] = [];
+  const stored = storedPeriods(state.streak, cfg.epoch);
   for (let idx = curIdx - HISTORY_PERIODS + 1; idx <= curIdx; idx++) {
-    const h = state.streak[`h:${cfg.epoch}:${idx}`];
-    const [len, freeze, pause] = (h ?? '').split('|');
+    const h = stored.get(idx);
     cells.push({
       label: periodBounds(cfg.frequency, idx).start,
-      state: h === undefined ? 'missed' : freeze === '1' ? 'freeze' : pause === '1' ? 'pause' : 'met',
-      length: Number(len ?? 0),
+      state: h === undefined ? 'missed' : h.usedFreeze ? 'freeze' : h.usedPause ? 'pause' : 'met',
+      length: h?.length ?? 0,
     });
   }
   const streakEpochMatches = Number(state.streak.epoch ?? -1) === cfg.epoch;

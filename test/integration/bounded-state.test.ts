@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyState } from '../../src/rebuild/verify';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { drain } from './rebuild-helpers';
+
+// Bounded per-user state (ARCHITECTURE.md "Bounded per-user state"; application-api §4 window): a user
+// active every day for more than a year keeps a fixed-size working set in Redis, the period history
+// beyond the last 100 periods lives only in Postgres, and idempotency keys are forgotten after
+// IDEMPOTENCY_WINDOW_DAYS.
+
+const DAY = 86_400_000;
+/**
+ * The documented bound of one user's own keys (README, Limits): 100 recent awards per points system
+ * (about 17 KiB here), two windows of idempotency keys (about 6 KiB at one keyed event a day), 100
+ * periods of streak history (1 KiB) and fixed-size fields.
+ */
+const MAX_USER_BYTES = 28 * 1024;
+
+let t: TestServer;
+
+const send = (user: string, value: number, key?: string) =>
+  t.api(
+    'POST',
+    '/v1/metrics/visits/event',
+    { user: { id: user }, value },
+    key === undefined ? {} : { 'Idempotency-Key': key },
+  );
+
+/**
+ * The user's own keys (not boards, outbox or cross-user indexes) and their MEMORY USAGE in bytes. The
+ * reply markers of single ops (`:op:<id>`, kept 10 s by Redis's clock for a retried call) are left out:
+ * the test's clock moves 400 days in a second.
+ */
+async function userFootprint(user: string) {
+  const keys = (await t.redisKeys()).filter((k) => k.includes(`:user:${user}`) && !k.includes(':op:'));
+  let bytes = 0;
+  for (const k of keys) bytes += (await t.deps.redis.memory('USAGE', k)) ?? 0;
+  return { keys, bytes };
+}
+
+beforeAll(async () => {
+  t = await createTestServer({ now: '2024-01-01T12:00:00Z' });
+  const [m] = await adminCreate(t, '/metrics', [{ key: 'visits', name: 'Visits' }]);
+  const res = await t.admin('PATCH', '/streaks/settings', {
+    enabled: true,
+    frequency: 'daily',
+    mode: 'all',
+    conditions: [{ metricId: m.id, threshold: 1 }],
+  });
+  expect(res.status).toBe(200);
+  const [s] = await adminCreate(t, '/points', [{ key: 'xp', name: 'XP' }]);
+  await adminCreate(t, `/points/${s.id}/triggers`, [
+    { type: 'metric', points: 5, metricId: m.id, metricThreshold: 1, status: 'active' },
+  ]);
+  await adminCreate(t, '/leaderboards', [
+    {
+      key: 'monthly',
+      name: 'Monthly',
+      rankBy: 'metric',
+      metricId: m.id,
+      start: '2024-01-01',
+      runUnit: 'month',
+      runInterval: 1,
+      status: 'active',
+    },
+  ]);
+  await t.deps.catalog.reload();
+});
+afterAll(async () => t.close());
+
+describe('bounded per-user state', () => {
+  it('a user active daily for 400 days keeps the last 100 periods and a window of keys, and verifies', async () => {
+    const start = t.clock.now();
+    for (let d = 0; d < 400; d++) {
+      t.clock.set(start + d * DAY);
+      const res = await send('veteran', 1, `day-${d}`);
+      expect(res.status).toBe(201);
+      expect(res.body.currentStreak.length).toBe(d + 1);
+    }
+    const streakKey = t.deps.keys.user('veteran').streak;
+    const hash = await t.deps.redis.hgetall(streakKey);
+    expect(Object.keys(hash).filter((f) => f.startsWith('h:'))).toEqual([]);
+    const entries = hash.hist!.split(',');
+    expect(entries).toHaveLength(100);
+    // The newest 100 days, oldest first, each met with its length.
+    const first = Math.floor(start / DAY) + 300;
+    expect(entries[0]).toBe(`${first}:301`);
+    expect(entries[99]).toBe(`${first + 99}:400`);
+
+    // The longest history a read can ask for is served from Redis alone.
+    const read = await t.api('GET', '/v1/users/veteran/streak?historyPeriods=100');
+    expect(read.status).toBe(200);
+    expect(read.body.length).toBe(400);
+    expect(read.body.streakHistory).toHaveLength(100);
+    expect(read.body.streakHistory.every((p: { length: number }) => p.length > 300)).toBe(true);
+
+    // Idempotency keys: only the current and the previous 30-day bucket exist, each with at most 30 keys.
+    const { keys, bytes } = await userFootprint('veteran');
+    const idem = keys.filter((k) => k.includes(':idem'));
+    expect(idem.length).toBeLessThanOrEqual(2);
+    let remembered = 0;
+    for (const k of idem) remembered += await t.deps.redis.hlen(k);
+    expect(remembered).toBeLessThanOrEqual(60);
+    expect(remembered).toBeGreaterThanOrEqual(30);
+    // One value per board: the latest monthly run and the one before it, not one per run.
+    expect(Object.keys(await t.deps.redis.hgetall(t.deps.keys.user('veteran').boards))).toHaveLength(2);
+    expect(bytes).toBeLessThanOrEqual(MAX_USER_BYTES);
+
+    // Postgres keeps every period; verify-state agrees with what Redis keeps.
+    await drain(t);
+    const rows = await t.deps.sql`select count(*)::int as n from streak_periods where user_id = 'veteran'`;
+    expect(rows[0]!.n).toBe(400);
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+
+  it('a key inside the window is a replay; past it the key is forgotten and the event is processed', async () => {
+    const base = Date.parse('2025-06-01T12:00:00Z');
+    t.clock.set(base);
+    const first = await send('window-user', 2, 'order-1');
+    expect(first.status).toBe(201);
+
+    t.clock.set(base + 30 * DAY - 1);
+    const inside = await send('window-user', 2, 'order-1');
+    expect(inside.status).toBe(202);
+    expect(inside.body).toMatchObject({ eventId: first.body.eventId, total: 2, idempotentReplayed: true });
+
+    t.clock.set(base + 30 * DAY);
+    const after = await send('window-user', 2, 'order-1');
+    expect(after.status).toBe(201);
+    expect(after.body.eventId).not.toBe(first.body.eventId);
+    expect(after.body.total).toBe(4);
+    // Remembered again from its new first use.
+    t.clock.set(base + 31 * DAY);
+    expect((await send('window-user', 2, 'order-1')).status).toBe(202);
+
+    await drain(t);
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+
+  it('folds the per-period fields of the previous layout into the bounded history on the next write', async () => {
+    const base = Date.parse('2025-09-01T12:00:00Z');
+    t.clock.set(base);
+    expect((await send('legacy-user', 1)).status).toBe(201);
+    const key = t.deps.keys.user('legacy-user').streak;
+    const h = await t.deps.redis.hgetall(key);
+    const today = Math.floor(base / DAY);
+    // What the previous version stored: one field per period, and no hist.
+    await t.deps.redis.hdel(key, 'hist');
+    await t.deps.redis.hset(
+      key,
+      `h:${h.epoch}:${today}`,
+      '1|0|0',
+      `h:${Number(h.epoch) - 1}:${today - 5}`,
+      '9|0|0',
+    );
+    const before = await t.api('GET', '/v1/users/legacy-user/streak?historyPeriods=3');
+    expect(before.body.streakHistory.map((p: { length: number }) => p.length)).toEqual([0, 0, 1]);
+
+    t.clock.set(base + DAY);
+    expect((await send('legacy-user', 1)).body.currentStreak.length).toBe(2);
+    const after = await t.deps.redis.hgetall(key);
+    expect(Object.keys(after).filter((f) => f.startsWith('h:'))).toEqual([]);
+    expect(after.hist).toBe(`${today}:1,${today + 1}:2`);
+  });
+});
+
+describe('IDEMPOTENCY_WINDOW_DAYS=0', () => {
+  let f: TestServer;
+  beforeAll(async () => {
+    f = await createTestServer({ now: '2024-01-01T12:00:00Z', env: { IDEMPOTENCY_WINDOW_DAYS: '0' } });
+    await adminCreate(f, '/metrics', [{ key: 'visits', name: 'Visits' }]);
+    await f.deps.catalog.reload();
+  });
+  afterAll(async () => f.close());
+
+  it('remembers a key forever, in one hash without expiry', async () => {
+    const post = () =>
+      f.api(
+        'POST',
+        '/v1/metrics/visits/event',
+        { user: { id: 'u' }, value: 1 },
+        { 'Idempotency-Key': 'once' },
+      );
+    expect((await post()).status).toBe(201);
+    f.clock.set(Date.parse('2027-01-01T00:00:00Z'));
+    expect((await post()).status).toBe(202);
+    const key = f.deps.keys.user('u').idempotency;
+    expect(await f.deps.redis.pttl(key)).toBe(-1);
+  });
+});
