@@ -23,10 +23,9 @@ KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
              here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
 KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
+KEYS[input.uki] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
              window bucket and of the one before it
-KEYS[input.glob.ki ..] (single Redis only) the 7 cross-user index keys of lib/globals.lua, then
-             the points totals zset of each system in input.glob.sys (system ids), in that order
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot)
 ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
@@ -42,7 +41,6 @@ Nothing is written before every error check has passed.
 
 --!include lib/common.lua
 --!include lib/board.lua
---!include lib/globals.lua
 
 local K_PROFILE, K_METRICS, K_COUNTERS, K_ACH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_POINTS, K_STREAK, K_IDEM, K_BOARDS, K_OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -333,6 +331,7 @@ local seq = num(prof.seq, 0) + 1
 pfields[#pfields + 1] = 'seq'
 pfields[#pfields + 1] = fmt(seq)
 redis.call('HSET', K_PROFILE, unpack(pfields))
+if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
 
 if created and S.freezesOn and st.freezeInit == nil then
   st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -642,51 +641,6 @@ if input.fuse then
   end
 end
 
--- Cross-user indexes updated here (input.glob, on a single Redis) rather than by the caller's own
--- updateGlobals call. An active streak's expiry needs time-zone rules, so the caller passes it for
--- the periods the streak can end in after this op: glob.exp[k] for period glob.p0 + k - 1. A streak
--- ending in another period leaves the whole update to the caller (reply.glob absent).
-local globDone = nil
-if input.glob then
-  local g = input.glob
-  local mode = ''
-  if streakChanged then mode = st.length > 0 and 'set' or 'del' end
-  local meta, known = '', true
-  if mode == 'set' then
-    if st.lastMet == nil then
-      meta = fmt(now) .. '|0'
-    else
-      local e = g.exp[st.lastMet + 1 + (S.freezesOn and st.freezes or 0) - g.p0 + 1]
-      if e then meta = fmt(now) .. '|' .. fmt(e) else known = false end
-    end
-  end
-  if known then
-    local totals = {}
-    for _, p in ipairs(pointsReply) do totals[p.sys] = fmt(p.total) end
-    local K = {}
-    for j = 1, 7 do K[j] = KEYS[g.ki + j - 1] end
-    local values = {}
-    for j, id in ipairs(g.sys) do
-      local total = totals[id]
-      if total == nil and created then total = '' end
-      if total ~= nil then
-        K[#K + 1] = KEYS[g.ki + 6 + j]
-        values[#values + 1] = total
-      end
-    end
-    if created or #completions > 0 or #values > 0 or mode ~= '' then
-      local A = {
-        user.id, fmt(now), created and '1' or '0', mode, fmt(st.length), meta, extended and '1' or '0',
-        tostring(#completions),
-      }
-      for _, c in ipairs(completions) do A[#A + 1] = c.id end
-      for _, total in ipairs(values) do A[#A + 1] = total end
-      updateGlobals(K, A)
-    end
-    globDone = true
-  end
-end
-
 local battrs = {}
 for _, k in ipairs(plan.breakdownKeys or {}) do
   if attrs[k] then battrs[k] = attrs[k] end
@@ -747,7 +701,6 @@ local reply = cjson.encode({
   -- Events do not need the profile back (it is most of the reply otherwise).
   profile = op ~= 'event' and prof or nil,
   moves = moves,
-  glob = globDone,
 })
 redis.call('SET', K_OP, reply, 'PX', 10000)
 return reply

@@ -1,8 +1,9 @@
 --[[
-updateGlobals: the indexes that span users after one user op (src/engine/user-op.ts), in one call
-on the {global} slot, when the user's script could not update them itself (on Cluster, or when the
-streak's expiry was not among those it was given). Nothing repairs them after a crash between the
-user script and this one: npm run verify-state reports it and npm run rebuild recomputes them.
+updateGlobals: the indexes that span users after one outbox record, in one call on the {global}
+slot: the history writer's path on Cluster, where the outbox streams live in other slots
+(src/workers/globals.ts). A writer dying between this call and its acknowledgement counts the record
+twice when another writer claims it: npm run verify-state reports it and npm run rebuild recomputes
+them.
 
 KEYS and ARGV: those of updateGlobals(K, A) in lib/globals.lua.
 

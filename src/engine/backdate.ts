@@ -5,7 +5,7 @@ import type { Deps } from '../deps';
 import { toMicros } from './decimal';
 import { localDate, periodIndex } from './periods';
 import { runUserOp } from './user-op';
-import { crossSlotPipeline } from '../redis/batch';
+import { crossSlotPipeline, execValues } from '../redis/batch';
 
 // Backdating (semantics §3.4): when an achievement becomes active or an active achievement's
 // requirement changes, every existing user who already satisfies it is completed in the background.
@@ -63,17 +63,19 @@ const activeAchievement = (deps: Deps, id: string): AchievementRow | null => {
 };
 
 /**
- * Visits every user once: the global user-id index (maintained at user creation), then Postgres
- * users rows missing from it (users created before the index existed). Batches of BATCH ids.
+ * Visits every user once: the user index of every shard (written by the user script when it creates
+ * a user, so a user created a moment ago is there), then Postgres users rows missing from them (users
+ * created before the index existed). Batches of at most BATCH ids.
  */
 async function forEachUserBatch(deps: Deps, visit: (ids: string[]) => Promise<boolean>): Promise<void> {
-  const key = deps.keys.global.userIds;
-  let offset = 0;
-  for (;;) {
-    const ids = await deps.redis.zrange(key, offset, offset + BATCH - 1);
-    if (ids.length === 0) break;
-    if (!(await visit(ids))) return;
-    offset += ids.length;
+  for (let shard = 0; shard < deps.config.USER_SHARDS; shard++) {
+    const key = deps.keys.shardUsers(shard);
+    for (let offset = 0; ; ) {
+      const ids = await deps.redis.zrange(key, offset, offset + BATCH - 1);
+      if (ids.length === 0) break;
+      if (!(await visit(ids))) return;
+      offset += ids.length;
+    }
   }
   let after = '';
   for (;;) {
@@ -86,7 +88,9 @@ async function forEachUserBatch(deps: Deps, visit: (ids: string[]) => Promise<bo
     if (rows.length === 0) break;
     after = rows[rows.length - 1]!.id;
     const ids = rows.map((r) => r.id);
-    const scores = await deps.redis.zmscore(key, ...ids);
+    const pipe = crossSlotPipeline(deps.redis);
+    for (const id of ids) pipe.zscore(deps.keys.user(id).users, id);
+    const scores = await execValues(pipe);
     const missing = ids.filter((_, i) => scores[i] === null);
     if (missing.length && !(await visit(missing))) return;
   }

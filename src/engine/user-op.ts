@@ -17,7 +17,6 @@ import {
   rememberUserName,
 } from './leaderboards';
 import { planFor, type Plan } from './plan';
-import { periodExpiry, streakExpiry } from './streak-expiry';
 import { runContaining, runFinalizationMs } from './runs';
 
 /** The user object of a request after validation (null fields already dropped). */
@@ -249,44 +248,6 @@ function fuseBoards(
   return { keys, fuse, appliedKi: keys.length };
 }
 
-/** Expiries of an active streak by the period it ends in, per zone and first period (shared by users). */
-const expiryTables = new LRUCache<string, number[]>({ max: 10_000 });
-
-/** The keys lib/globals.lua may touch (the 7 fixed ones, then each system's totals) and the system ids. */
-const globalKeysOf = new WeakMap<Snapshot, { keys: string[]; systemIds: string[] }>();
-
-/**
- * On a single Redis the user script also updates the cross-user indexes (lib/globals.lua), so an op
- * is one call instead of two. It is given their keys (the totals of system j at KEYS[glob.ki + 6 + j])
- * and the expiry of an active streak for each period it can end in after this op: from the current
- * one (a restore may leave the previous period last) to the next one plus the freezes it may hold (up
- * to 7 of them; more, and the script leaves the update to updateGlobals). Returns the script's keys
- * with input.glob. Cluster (another slot): no change.
- */
-function fuseGlobals(deps: Deps, keys: string[], tz: string, periodIdx: number) {
-  if (isCluster(deps.redis)) return { keys };
-  const snap = deps.catalog.snapshot;
-  let globals = globalKeysOf.get(snap);
-  if (!globals) {
-    const systemIds = snap.systems.map((sys) => sys.id);
-    const totals = systemIds.map((id) => deps.keys.global.pointsTotals(id));
-    globals = { keys: [...fixedGlobalKeys(deps), ...totals], systemIds };
-    globalKeysOf.set(snap, globals);
-  }
-  const s = snap.streak;
-  const n = 2 + (s.freezesEnabled ? Math.min(s.maxFreezes, 7) : 0);
-  const tableKey = `${s.frequency}|${tz}|${periodIdx}|${n}`;
-  let exp = expiryTables.get(tableKey);
-  if (!exp) {
-    exp = Array.from({ length: n }, (_, k) => periodExpiry(s.frequency, periodIdx + k, tz));
-    expiryTables.set(tableKey, exp);
-  }
-  return {
-    keys: [...keys, ...globals.keys],
-    glob: { ki: keys.length + 1, sys: globals.systemIds, p0: periodIdx, exp },
-  };
-}
-
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
 function fusedMoves(
   snap: Snapshot,
@@ -305,7 +266,7 @@ function fusedMoves(
 
 /**
  * Applies one op to one user in a single atomic script call (plus a retry when the user's time
- * zone was not the one assumed). Global counters are updated afterwards, outside the user's slot.
+ * zone was not the one assumed). The cross-user indexes follow from the outbox (src/workers/globals.ts).
  */
 export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const snap = deps.catalog.snapshot;
@@ -337,7 +298,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     keys.outbox,
     keys.op(eventId),
     ...systemKeys,
+    keys.users,
   ];
+  const usersKi = allKeys.length;
   if (idemKeys?.previous && idemKeys.old) allKeys.push(idemKeys.previous, idemKeys.old);
   const idem =
     op.kind === 'event' && op.idempotencyKey && idemKeys
@@ -364,10 +327,8 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       if (to >= from) skip = [from, to];
     }
     const boards = boardsFor(snap, plan, op, now, date);
-    // On a single Redis the user script also moves the user on boards without breakdowns and updates
-    // the cross-user indexes.
+    // On a single Redis the user script also moves the user on boards without breakdowns.
     const fused = fuseBoards(deps, boards, op.user.id, allKeys);
-    const globals = fuseGlobals(deps, fused.keys, tz, periodIdx);
     const input = {
       op: op.kind,
       now,
@@ -385,6 +346,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
           ? op.eventAttributes
           : undefined,
       idem,
+      uki: usersKi,
       mustExist:
         op.kind === 'upsert'
           ? op.mustExist
@@ -400,10 +362,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       boards,
       fuse: fused.fuse,
       appliedKi: fused.appliedKi,
-      glob: globals.glob,
     };
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(globals.keys.length, ...globals.keys, compiled.json, JSON.stringify(input)),
+      deps.redis.applyUserOp(fused.keys.length, ...fused.keys, compiled.json, JSON.stringify(input)),
     );
     const reply = JSON.parse(raw);
     if (reply.err === 'TZ') {
@@ -456,11 +417,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     // Board moves the user script made; the rest are applied here, one script per board.
     const made = fusedMoves(snap, result, asArray(reply.moves));
     const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
-    // Cross-slot follow-ups (those the script did not do itself), issued together.
-    const [, moves] = await Promise.all([
-      reply.glob ? undefined : updateGlobals(deps, result),
-      rest.length ? applyBoardUpdates(deps, { ...result, boards: rest }) : Promise.resolve([]),
-    ]);
+    // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
+    // follow from the outbox (src/workers/globals.ts).
+    const moves = rest.length ? await applyBoardUpdates(deps, { ...result, boards: rest }) : [];
     result.boardMoves = made.size
       ? result.boards
           .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
@@ -516,54 +475,5 @@ function scriptError(code: string): AppError {
       return unprocessable('User is not eligible for this achievement');
     default:
       return new AppError('INTERNAL', `Unexpected script error ${code}`);
-  }
-}
-
-/** The first 7 keys of lib/globals.lua (the points totals of each system follow them). */
-function fixedGlobalKeys(deps: Deps): string[] {
-  const g = deps.keys.global;
-  return [
-    g.userCount,
-    g.userIds,
-    g.achievementCompletions,
-    g.streakActive,
-    g.streakActiveMeta,
-    g.streakLongest,
-    g.streakLongestAt,
-  ];
-}
-
-/**
- * Counters and indexes that span users (user count, achievement completions, points totals, streak
- * rankings) live in their own slot. When the user's script could not update them (on Cluster, or a
- * streak ending outside the expiries it was given) they are updated after it, in one call of
- * lua/updateGlobals.lua. Nothing repairs them after a crash between the two or a failed call:
- * `npm run verify-state` reports the difference and `npm run rebuild` recomputes them from history.
- */
-async function updateGlobals(deps: Deps, r: UserOpResult): Promise<void> {
-  const g = deps.keys.global;
-  const totals = new Map<string, string>();
-  if (r.created) for (const sys of deps.catalog.snapshot.systems) totals.set(sys.id, '');
-  for (const p of r.points) totals.set(p.sys, String(p.total));
-  const streak = r.streak.changed ? (r.streak.length > 0 ? 'set' : 'del') : '';
-  if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return;
-  try {
-    await deps.redis.updateGlobals(
-      7 + totals.size,
-      ...fixedGlobalKeys(deps),
-      ...[...totals.keys()].map((id) => g.pointsTotals(id)),
-      r.userId,
-      String(r.now),
-      r.created ? '1' : '0',
-      streak,
-      String(r.streak.length),
-      streak === 'set' ? `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}` : '',
-      r.streak.extended ? '1' : '0',
-      String(r.completions.length),
-      ...r.completions.map((c) => c.id),
-      ...totals.values(),
-    );
-  } catch (err) {
-    deps.logger.warn({ err }, 'global indexes not updated; npm run rebuild recomputes them');
   }
 }

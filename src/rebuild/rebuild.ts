@@ -94,6 +94,7 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
       if (at !== undefined) pipe.pexpire(key, Math.max(1, at - deps.clock.now()));
       keys++;
     }
+    pipe.zadd(s.keys.users, String(s.created), s.userId);
     for (const [sys, list] of Object.entries(s.awards)) {
       if (!list.length) continue;
       pipe.rpush(s.keys.awards(sys), ...list);
@@ -107,7 +108,6 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
 /** The global index keys: replaced as a whole. */
 async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Promise<number> {
   const k = deps.keys.global;
-  const userIdsKey = (k as unknown as Record<string, unknown>).userIds;
   const pipe = crossSlotPipeline(deps.redis);
   const all = [
     k.userCount,
@@ -118,7 +118,6 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
     k.streakLongestAt,
     ...ctx.systems.map((s) => k.pointsTotals(s.id)),
   ];
-  if (typeof userIdsKey === 'string') all.push(userIdsKey);
   for (const key of all) pipe.unlink(key);
   let keys = 0;
   const zadd = (key: string, m: Record<string, number>) => {
@@ -135,7 +134,6 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
     pipe.set(k.userCount, g.userCount);
     keys++;
   }
-  if (typeof userIdsKey === 'string') zadd(userIdsKey, g.userIds);
   hset(k.achievementCompletions, g.completions);
   for (const [sys, m] of Object.entries(g.pointsTotals)) zadd(k.pointsTotals(sys), m);
   zadd(k.streakActive, g.streakActive);
@@ -220,6 +218,10 @@ export async function rebuildState(deps: Deps, opts: RebuildOptions = {}): Promi
   const ctx = await loadContext(deps);
   const ids = await allUserIds(deps);
   const batch = opts.batchSize ?? 200;
+  // The shards' user indexes are shared by their users: replaced as a whole, user by user below.
+  const clear = crossSlotPipeline(deps.redis);
+  for (let shard = 0; shard < deps.config.USER_SHARDS; shard++) clear.unlink(deps.keys.shardUsers(shard));
+  await execValues(clear);
   let g: GlobalState | undefined;
   let keysWritten = 0;
   for (let i = 0; i < ids.length; i += batch) {

@@ -384,7 +384,6 @@ export async function loadUserStates(
 /** Global indexes (their own slot): user count, completion counts, points totals, streak rankings. */
 export interface GlobalState {
   userCount: string;
-  userIds: Record<string, number>;
   completions: Record<string, string>;
   /** systemId → userId → total. */
   pointsTotals: Record<string, Record<string, number>>;
@@ -410,7 +409,6 @@ export async function globalCounts(deps: Deps): Promise<Pick<GlobalState, 'userC
 export function globalEntries(ctx: RebuildContext, states: UserState[], into?: GlobalState): GlobalState {
   const g: GlobalState = into ?? {
     userCount: '0',
-    userIds: {},
     completions: {},
     pointsTotals: {},
     streakActive: {},
@@ -419,7 +417,6 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     streakLongestAt: {},
   };
   for (const s of states) {
-    g.userIds[s.userId] = s.created;
     // Every user counts in the histogram of every system that existed when they were created.
     for (const sys of ctx.systems) {
       const existed =

@@ -134,6 +134,7 @@ async function verifyUsers(
     const idem = [...new Set([...idempotencyKeyNames(deps, s), ...Object.keys(s.idem)])];
     idemKeys.set(s.userId, idem);
     for (const key of idem) pipe.hgetall(key);
+    pipe.zscore(s.keys.users, s.userId);
   }
   const res = ((await pipe.exec()) ?? []).map(([err, v]) => {
     if (err) throw err;
@@ -185,6 +186,9 @@ async function verifyUsers(
       );
       diffHash(diffs, s.userId, `idem ${key.slice(key.lastIndexOf(':idem'))}`, live, s.idem[key] ?? {});
     }
+    const indexed = res[k++] as string | null;
+    if (indexed !== String(s.created))
+      diffs.push({ userId: s.userId, what: 'shard user index', redis: indexed, postgres: String(s.created) });
   }
   await verifyBoards(deps, ctx, states, diffs);
 }

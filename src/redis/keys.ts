@@ -55,6 +55,8 @@ export class Keys {
       /** Recent awards of one system (JSON, newest first, capped). */
       awards: (systemId: string) => `${base}:awards:${systemId}`,
       outbox: this.outbox(shard),
+      /** Every user of the shard (score = creation ms), written by the user script when it creates one. */
+      users: this.shardUsers(shard),
       /** boardId -> seq of the latest op whose board move the API applied (lets the writer skip repairs). */
       applied: `${base}:applied`,
       /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
@@ -64,6 +66,11 @@ export class Keys {
 
   outbox(shard: number): string {
     return `${this.shardTag(shard)}:outbox`;
+  }
+
+  /** Sorted set of the users of one shard (score = creation ms): batch iteration over all users. */
+  shardUsers(shard: number): string {
+    return `${this.shardTag(shard)}:users`;
   }
 
   private readonly boards = new Map<string, ReturnType<Keys['buildBoard']>>();
@@ -109,8 +116,6 @@ export class Keys {
   private buildGlobal() {
     return {
       userCount: `${this.prefix}:{global}:users`,
-      /** Sorted set of every user id (score = creation ms): batch iteration over all users. */
-      userIds: `${this.prefix}:{global}:user-ids`,
       achievementCompletions: `${this.prefix}:{global}:achievement-completions`,
       /** Sorted set userId -> points total of one system (histograms, level summaries). */
       pointsTotals: (systemId: string) => `${this.prefix}:{global}:points:${systemId}`,

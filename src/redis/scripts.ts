@@ -11,6 +11,7 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
  * the key count first; ioredis sends EVALSHA and falls back to EVAL after a script flush.
  */
 export const SCRIPT_NAMES = [
+  'ackWithGlobals',
   'applyUserOp',
   'claimDue',
   'rateLimit',
@@ -23,6 +24,7 @@ export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
+    ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;

@@ -10,6 +10,7 @@ import { localDate, periodBounds, type Frequency } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
+import { ackWithGlobals } from './globals';
 
 export const HISTORY_GROUP = 'history';
 
@@ -43,6 +44,9 @@ export interface OutboxRecord {
     length: number;
     lastMet?: number;
     freezes?: number;
+    /** The length changed (extension, break, restore): the streak rankings follow. */
+    changed?: boolean;
+    extended?: boolean;
     periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
   };
   /** ap: moved by the user script itself (single Redis), so there is nothing to repair. */
@@ -420,17 +424,8 @@ export class HistoryWriter {
     const collected = lists.flat();
     if (!collected.length) return 0;
     await writeBatch(this.deps, collected, this.opts.hooks);
-    // Acknowledged and deleted in one pipeline: a pass spans up to every shard, and one command per
-    // shard would be one socket write each (auto-pipelining is off), for Node and Redis alike.
-    const done = crossSlotPipeline(this.deps.redis);
-    lists.forEach((list, shard) => {
-      if (!list.length) return;
-      const key = this.deps.keys.outbox(shard);
-      const ids = list.map((e) => e.entryId);
-      done.xack(key, HISTORY_GROUP, ...ids);
-      done.xdel(key, ...ids);
-    });
-    await execValues(done);
+    // Then the cross-user indexes the records imply, acknowledged and deleted with them (globals.ts).
+    await ackWithGlobals(this.deps, collected, HISTORY_GROUP);
     this.written += collected.length;
     return collected.length;
   }

@@ -11,6 +11,7 @@ import { apiKeys } from '../../src/db/schema';
 import { closeDeps, createDeps, type Deps } from '../../src/deps';
 import { createLogger } from '../../src/logger';
 import { createRedis, isCluster, type RedisClient, waitReady } from '../../src/redis/client';
+import { HistoryWriter } from '../../src/workers/history-writer';
 
 export interface TestServer {
   deps: Deps;
@@ -26,6 +27,11 @@ export interface TestServer {
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse>;
   /** Serves the app on a real socket at 127.0.0.1; returns the origin. */
   listen(): Promise<string>;
+  /**
+   * Runs the history writer until the outbox is empty: history rows, and the cross-user indexes it
+   * maintains (user count, completion counts, points totals, streak rankings), are then up to date.
+   */
+  settle(): Promise<number>;
   /** Every Redis key under this server's prefix except rate-limit buckets (test-only SCAN). */
   redisKeys(): Promise<string[]>;
   close(): Promise<void>;
@@ -125,6 +131,12 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
       });
       servers.push(server);
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    },
+    async settle() {
+      const w = new HistoryWriter(deps, { consumer: 'settle', claimIdleMs: 0 });
+      let n = 0;
+      for (let k = await w.drainOnce(); k > 0; k = await w.drainOnce()) n += k;
+      return n;
     },
     async redisKeys() {
       // Rate-limit buckets change on every request and expire by themselves: not state.

@@ -100,6 +100,8 @@ describe('backdating', () => {
     expect(records).toHaveLength(1);
     expect(records[0].completions.map((c: { id: string }) => c.id)).toEqual([ids.five, ids.combo]);
     expect(records[0].completions[0].at).toBe(t.clock.now());
+    // Completion counts follow once the history writer has written the records.
+    await t.settle();
     const completions = await t.api('GET', '/v1/achievements');
     expect(completions.body.find((a: { key: string }) => a.key === 'five').completions).toBe(1);
   });
@@ -107,10 +109,10 @@ describe('backdating', () => {
   it('raising a requirement un-completes nobody; lowering it completes users found in Postgres only', async () => {
     await patch({ id: ids.five, metricValue: 100 });
     expect(await done('p1')).toContain('five');
-    // p2 exists in the Postgres users table but not in the global id index (an older user).
+    // p2 exists in the Postgres users table but not in its shard's user index (an older user).
     const writer = new HistoryWriter(t.deps);
     while ((await writer.drainOnce()) > 0) {}
-    await t.deps.redis.zrem(t.deps.keys.global.userIds, 'p2');
+    await t.deps.redis.zrem(t.deps.keys.user('p2').users, 'p2');
     await patch({ id: ids.five, metricValue: 3 });
     expect(await done('p2')).toEqual(['five']);
     expect(await done('b1')).toEqual([]);
@@ -118,7 +120,7 @@ describe('backdating', () => {
 
   it('one failing user does not stop the rest', async () => {
     // 'broken' sorts first in the id index and its state cannot be read.
-    await t.deps.redis.zadd(t.deps.keys.global.userIds, 0, 'broken');
+    await t.deps.redis.zadd(t.deps.keys.user('broken').users, 0, 'broken');
     await t.deps.redis.hset(t.deps.keys.user('broken').profile, 'created', '1');
     await t.deps.redis.set(t.deps.keys.user('broken').achievements, 'not a hash');
     await patch({ id: ids.five, metricValue: 100 });
@@ -129,7 +131,7 @@ describe('backdating', () => {
     const stats = await runBackdate(t.deps, ids.five!);
     expect(stats.failed).toBe(1);
     expect(stats.completed).toBe(0);
-    await t.deps.redis.zrem(t.deps.keys.global.userIds, 'broken');
+    await t.deps.redis.zrem(t.deps.keys.user('broken').users, 'broken');
   });
 
   it('does nothing for an achievement that is not active', async () => {

@@ -190,6 +190,8 @@ describe('SDK metrics and achievements', () => {
   });
 
   it('achievements.all and users.achievements parse', async () => {
+    // Completion counts follow the history writer: let it catch up.
+    await t.settle();
     const all = await client.achievements.all();
     expect(all.map((a) => a.key)).toEqual(['first-words', 'writer', 'onboarded', 'streak-2', 'both']);
     // Three users exist by now (two created by the users tests above).
@@ -230,6 +232,8 @@ describe('SDK streaks', () => {
   });
 
   it('streaks.list and streaks.rankings parse', async () => {
+    // Streak rankings follow the history writer: let it catch up.
+    await t.settle();
     const list = await client.streaks.list({ userIds: ['sdk-user', 'sdk-new', 'ghost'] });
     expect(list.map((s) => [s.userId, s.streakLength])).toEqual([
       ['sdk-user', 3],

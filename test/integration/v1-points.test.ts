@@ -19,6 +19,8 @@ async function send(user: Record<string, unknown> | string, value: number, at?: 
     value,
   });
   expect(res.status).toBe(201);
+  // Points summaries read totals the history writer indexes from the outbox: let it catch up.
+  await t.settle();
 }
 
 beforeAll(async () => {
@@ -207,6 +209,8 @@ describe('summaries', () => {
     await ev('ten', 1, { plan: 'free' });
     await s.api('POST', '/v1/users', { id: 'zero', attributes: { plan: 'pro' } });
     await ev('big', 73.4, { plan: 'pro' });
+    // Histograms read the totals the history writer indexes from the outbox: let it catch up.
+    await s.settle();
   });
   afterAll(async () => s.close());
 

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isCluster } from '../../src/redis/client';
+import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 
-// On a single Redis the user script also updates the cross-user indexes (lua/lib/globals.lua, input.glob);
-// on Cluster, and when an active streak ends beyond the expiries the script was given, lua/updateGlobals.lua
-// does it in a call of its own. Both paths must write the same indexes.
+// The cross-user indexes (user count, achievement completion counts, points totals, streak rankings)
+// are maintained by the history writer from the outbox (src/workers/globals.ts), not by the event:
+// lua/ackWithGlobals.lua on a single Redis (atomically with the acknowledgement), lua/updateGlobals.lua
+// per record on Cluster. The shard's user index is the user script's own (live: backdating needs it).
 
 let t: TestServer;
 let m: { id: string; key: string };
@@ -58,7 +59,7 @@ async function indexesOf(id: string) {
   const r = t.deps.redis;
   return {
     userCount: await r.get(g.userCount),
-    created: await r.zscore(g.userIds, id),
+    created: await r.zscore(t.deps.keys.user(id).users, id),
     completions: await r.hget(g.achievementCompletions, ach.id),
     xp: await r.zscore(g.pointsTotals(xp.id), id),
     quiet: await r.zscore(g.pointsTotals(quiet.id), id),
@@ -70,15 +71,28 @@ async function indexesOf(id: string) {
 }
 
 describe('cross-user indexes of a user op', () => {
-  it('are updated inside the user script on a single Redis, and by a call of their own on Cluster', async () => {
+  it('are updated by the history writer, not by the event', async () => {
     const globalCalls = spyOwnCalls(t.deps.redis, 'updateGlobals');
     try {
       await send('gf-a');
-      expect(globalCalls.calls().length).toBe(isCluster(t.deps.redis) ? 1 : 0);
+      expect(globalCalls.calls().length).toBe(0);
     } finally {
       globalCalls.restore();
     }
     const now = String(t.clock.now());
+    // Only the shard's user index is written by the event itself.
+    expect(await indexesOf('gf-a')).toEqual({
+      userCount: null,
+      created: now,
+      completions: null,
+      xp: null,
+      quiet: null,
+      active: null,
+      meta: null,
+      longest: null,
+      longestAt: null,
+    });
+    expect(await t.settle()).toBe(1);
     // Met on 03-08 with 2 freezes for 03-09 and 03-10: 03-11 still extends it, so it expires at
     // 03-12 00:00 EDT (a 24-hour step from 03-08's EST midnight would give 05:00Z).
     expect(await indexesOf('gf-a')).toEqual({
@@ -100,20 +114,16 @@ describe('cross-user indexes of a user op', () => {
     const before = await indexesOf('gf-a');
     const body = await send('gf-a');
     expect(body.currentStreak.extended).toBe(false);
+    await t.settle();
     const after = await indexesOf('gf-a');
     expect(after).toEqual({ ...before, xp: '20' });
   });
 
-  it('are left to their own call when the streak ends beyond the expiries the script was given', async () => {
-    // 10 freezes: the streak is covered 11 periods ahead, past the 9 expiries passed to the script.
+  it('follow a streak covered by many freezes to its expiry', async () => {
+    // 10 freezes: the streak is covered 11 periods ahead.
     await streakSettings(10);
-    const globalCalls = spyOwnCalls(t.deps.redis, 'updateGlobals');
-    try {
-      await send('gf-b');
-      expect(globalCalls.calls().length).toBe(1);
-    } finally {
-      globalCalls.restore();
-    }
+    await send('gf-b');
+    await t.settle();
     const now = String(t.clock.now());
     // Met on 03-08 with 10 freezes: expires at 03-20 00:00 EDT.
     expect(await indexesOf('gf-b')).toEqual({
@@ -127,5 +137,37 @@ describe('cross-user indexes of a user op', () => {
       longest: '1',
       longestAt: now,
     });
+  });
+
+  it('count a record once when its writer died after writing Postgres and before acknowledging', async () => {
+    t.clock.advance(60_000);
+    await send('gf-c');
+    const shard = t.deps.keys.user('gf-c').shard;
+    // A writer reads the record and writes its history, then dies before acknowledging.
+    const read = (await t.deps.redis.xreadgroup(
+      'GROUP',
+      HISTORY_GROUP,
+      'dying',
+      'COUNT',
+      10,
+      'STREAMS',
+      t.deps.keys.outbox(shard),
+      '>',
+    )) as Array<[string, Array<[string, string[]]>]>;
+    const entries = read[0]![1].map(([entryId, fields]) => ({
+      entryId,
+      shard,
+      record: parseRecord(fields)!,
+    }));
+    expect(entries).toHaveLength(1);
+    await writeBatch(t.deps, entries);
+    expect((await indexesOf('gf-c')).xp).toBeNull();
+    // Another writer claims it: history is not written twice and the indexes count it once.
+    const claimer = new HistoryWriter(t.deps, { consumer: 'claimer', claimIdleMs: 0 });
+    expect(await claimer.drainOnce()).toBe(1);
+    expect(await claimer.drainOnce()).toBe(0);
+    const after = await indexesOf('gf-c');
+    expect(after).toMatchObject({ userCount: '3', completions: '3', xp: '10', quiet: '0', active: '1' });
+    expect(await t.deps.redis.xlen(t.deps.keys.outbox(shard))).toBe(0);
   });
 });

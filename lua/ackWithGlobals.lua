@@ -1,0 +1,43 @@
+--[[
+ackWithGlobals: the history writer's last step for a chunk of outbox records on a single Redis: the
+cross-user indexes those records imply (lib/globals.lua, once per record) and the records'
+acknowledgement and deletion, in one atomic call. A writer that dies before it has either; one that
+dies after has both, so every record moves the indexes exactly once (its Postgres rows are idempotent).
+
+KEYS[1..6]  the fixed keys of lib/globals.lua
+KEYS[7..]   points totals zsets and outbox streams, referenced by index from ARGV[1]
+
+ARGV[1] JSON with
+  r: one object per record: a = the updateGlobals arguments A[1 .. 8+n], t = pairs of
+     (KEYS index of a system's totals zset, the user's total or '' for 0 when absent)
+  x: one list per shard: the KEYS index of its outbox stream, then the entry ids to acknowledge
+ARGV[2] the history consumer group
+
+Reply: the number of records whose indexes were updated.
+]]
+
+--!include lib/globals.lua
+
+local input = cjson.decode(ARGV[1])
+local K = {}
+for j = 1, 6 do K[j] = KEYS[j] end
+local n = 0
+for _, rec in ipairs(input.r) do
+  local RK = { K[1], K[2], K[3], K[4], K[5], K[6] }
+  local A = {}
+  for i, v in ipairs(rec.a) do A[i] = v end
+  for _, t in ipairs(rec.t) do
+    RK[#RK + 1] = KEYS[t[1]]
+    A[#A + 1] = t[2]
+  end
+  updateGlobals(RK, A)
+  n = n + 1
+end
+for _, x in ipairs(input.x) do
+  local key = KEYS[x[1]]
+  local ids = {}
+  for i = 2, #x do ids[#ids + 1] = x[i] end
+  redis.call('XACK', key, ARGV[2], unpack(ids))
+  redis.call('XDEL', key, unpack(ids))
+end
+return n

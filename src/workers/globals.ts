@@ -1,0 +1,141 @@
+// The indexes that span users (user count and ids, achievement completion counts, points totals per
+// system, current and longest streak rankings) are maintained by the history writer from the outbox,
+// off the event path (ARCHITECTURE.md "Bounded per-user state"): their reads (rarity, points summaries,
+// streak rankings) lag live state by the writer's lag. On a single Redis a chunk's index updates and
+// its acknowledgement are one atomic script (lua/ackWithGlobals.lua), so each record counts exactly
+// once; on Cluster the indexes live in their own slot and are updated per record before the
+// acknowledgement (a writer dying between the two may count a record twice: verify-state reports it,
+// rebuild recomputes them).
+import type { Deps } from '../deps';
+import { streakExpiry } from '../engine/streak-expiry';
+import { crossSlotPipeline, execValues } from '../redis/batch';
+import { isCluster } from '../redis/client';
+import type { OutboxEntry, OutboxRecord } from './history-writer';
+
+/** The first 6 keys of lib/globals.lua (the points totals of each system follow them). */
+export function fixedGlobalKeys(deps: Deps): string[] {
+  const g = deps.keys.global;
+  return [
+    g.userCount,
+    g.achievementCompletions,
+    g.streakActive,
+    g.streakActiveMeta,
+    g.streakLongest,
+    g.streakLongestAt,
+  ];
+}
+
+/** updateGlobals arguments of one record (A[1..8+n]) and its totals [systemId, total | ''], or null. */
+export function globalsOf(
+  deps: Deps,
+  r: OutboxRecord,
+): { args: string[]; totals: Array<[string, string]> } | null {
+  const totals = new Map<string, string>();
+  // A new user counts (with 0) in every system that existed when the record was committed (as rebuild).
+  if (r.created)
+    for (const sys of deps.catalog.snapshot.systems)
+      if (sys.created.getTime() <= r.now) totals.set(sys.id, '');
+  for (const group of r.awards) {
+    const last = group.awards[group.awards.length - 1];
+    if (last) totals.set(group.sys, String(last.total));
+  }
+  const s = r.streak;
+  const streak = s?.changed ? (s.length > 0 ? 'set' : 'del') : '';
+  if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return null;
+  const meta =
+    streak === 'set'
+      ? `${r.now}|${streakExpiry(deps.catalog.snapshot, {
+          tz: r.tz,
+          streak: { length: s.length, lastMet: s.lastMet, freezes: s.freezes ?? 0, extended: false },
+        })}`
+      : '';
+  return {
+    args: [
+      r.user,
+      String(r.now),
+      r.created ? '1' : '0',
+      streak,
+      String(s?.length ?? 0),
+      meta,
+      s?.extended ? '1' : '0',
+      String(r.completions.length),
+      ...r.completions.map((c) => c.id),
+    ],
+    totals: [...totals],
+  };
+}
+
+/** Records per atomic call: long enough to amortise the call, short enough not to hold Redis. */
+const CHUNK = 64;
+
+/**
+ * Applies the index updates of written outbox entries and acknowledges (and deletes) them, in
+ * outbox order. `group` is the history consumer group.
+ */
+export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
+  const fixed = fixedGlobalKeys(deps);
+  const g = deps.keys.global;
+  if (isCluster(deps.redis)) {
+    const pipe = crossSlotPipeline(deps.redis);
+    let any = false;
+    for (const e of entries) {
+      const u = globalsOf(deps, e.record);
+      if (!u) continue;
+      any = true;
+      pipe.updateGlobals(
+        6 + u.totals.length,
+        ...fixed,
+        ...u.totals.map(([id]) => g.pointsTotals(id)),
+        ...u.args,
+        ...u.totals.map(([, total]) => total),
+      );
+    }
+    if (any) await execValues(pipe);
+    await ack(deps, entries, group);
+    return;
+  }
+  for (let i = 0; i < entries.length; i += CHUNK) {
+    const chunk = entries.slice(i, i + CHUNK);
+    const keys = [...fixed];
+    const index = new Map<string, number>();
+    const ki = (key: string) => {
+      let k = index.get(key);
+      if (k === undefined) {
+        keys.push(key);
+        k = keys.length;
+        index.set(key, k);
+      }
+      return k;
+    };
+    const recs: Array<{ a: string[]; t: Array<[number, string]> }> = [];
+    for (const e of chunk) {
+      const u = globalsOf(deps, e.record);
+      if (u) recs.push({ a: u.args, t: u.totals.map(([id, total]) => [ki(g.pointsTotals(id)), total]) });
+    }
+    const byShard = new Map<number, string[]>();
+    for (const e of chunk) {
+      const ids = byShard.get(e.shard) ?? [];
+      ids.push(e.entryId);
+      byShard.set(e.shard, ids);
+    }
+    const acks = [...byShard].map(([shard, ids]) => [ki(deps.keys.outbox(shard)), ...ids]);
+    await deps.redis.ackWithGlobals(keys.length, ...keys, JSON.stringify({ r: recs, x: acks }), group);
+  }
+}
+
+/** Acknowledges and deletes entries, one pipeline over their shards. */
+async function ack(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
+  const byShard = new Map<number, string[]>();
+  for (const e of entries) {
+    const ids = byShard.get(e.shard) ?? [];
+    ids.push(e.entryId);
+    byShard.set(e.shard, ids);
+  }
+  const done = crossSlotPipeline(deps.redis);
+  for (const [shard, ids] of byShard) {
+    const key = deps.keys.outbox(shard);
+    done.xack(key, group, ...ids);
+    done.xdel(key, ...ids);
+  }
+  await execValues(done);
+}
