@@ -126,9 +126,7 @@ export async function runConfig(
           catalog: cat as unknown as Catalog,
           afterCommit: (task) => deferred.push(task),
         };
-        const result = await new Run(txDeps, tx, cat, doc, opts.prune).execute(
-          currentItems(before, nowMs),
-        );
+        const result = await new Run(txDeps, tx, cat, doc, opts.prune).execute(currentItems(before, nowMs));
         result.version = version;
         if (version !== doc.version && doc.version !== undefined) {
           result.issues.unshift({
