@@ -140,16 +140,23 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   const query = flags.has('--prune') ? '?prune=true' : '';
-  const res = await call('POST', `/admin/v1/config/${command}${query}`, { text, yaml });
-  if (res.json?.changes) console.log(renderPlan(res.json, flags.has('--verbose')));
+  // The plan first, always: it shows the diff and every issue (a refused apply names only a few).
+  const planned = await call('POST', `/admin/v1/config/plan${query}`, { text, yaml });
+  if (planned.json?.changes) console.log(renderPlan(planned.json, flags.has('--verbose')));
+  if (planned.status !== 200) {
+    console.error(`plan failed (${planned.status}): ${planned.json?.error ?? planned.text}`);
+    return 1;
+  }
+  if (command === 'plan') return (planned.json.issues ?? []).some((i) => i.severity === 'error') ? 1 : 0;
+  const res = await call('POST', `/admin/v1/config/apply${query}`, { text, yaml });
   if (res.status !== 200) {
     console.error(`${command} failed (${res.status}): ${res.json?.error ?? res.text}`);
     return 1;
   }
   const plan = res.json;
   for (const s of plan.secrets ?? []) console.log(`signing secret of ${s.url}: ${s.secret} (shown once)`);
-  if (command === 'apply') console.log(`applied; configuration version ${plan.version}`);
-  return (plan.issues ?? []).some((i) => i.severity === 'error') ? 1 : 0;
+  console.log(`applied; configuration version ${plan.version}`);
+  return 0;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -201,21 +201,21 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
       const { result, applied } = await runConfig(deps, read.doc!, { prune, apply: true });
       if (!applied) {
         const errors = result.issues.filter((i) => i.severity === 'error');
+        // Like every 4xx, exactly {"error"}: the plan endpoint answers the full list of issues.
+        const more = errors.length > 5 ? ` (and ${errors.length - 5} more; see the plan)` : '';
         return c.json(
           {
             error: `${errors.length} item${errors.length === 1 ? ' has' : 's have'} errors; nothing was changed: ${errors
-              .slice(0, 3)
+              .slice(0, 5)
               .map((i) => (i.key ? `${i.resource} ${i.key}: ${i.message}` : i.message))
-              .join('; ')}`,
-            ...result,
-            applied: false,
+              .join('; ')}${more}`,
           },
           422,
         );
       }
       return c.json({ ...result, applied: true });
     } catch (err) {
-      if (err instanceof StaleVersion) return c.json({ error: err.message, version: err.current }, 409);
+      if (err instanceof StaleVersion) return c.json({ error: err.message }, 409);
       throw err;
     }
   });
@@ -248,11 +248,6 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
 }
 
 function invalidDocument(c: Context, problems: string[]) {
-  return c.json(
-    {
-      error: `Invalid configuration document: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`,
-      issues: problems.map((message) => ({ severity: 'error' as const, message })),
-    },
-    422,
-  );
+  const more = problems.length > 3 ? ` (and ${problems.length - 3} more)` : '';
+  return c.json({ error: `Invalid configuration document: ${problems.slice(0, 3).join('; ')}${more}` }, 422);
 }
