@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { contextStorage } from 'hono/context-storage';
 import { dashboardRoutes } from './dashboard';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
@@ -8,6 +9,7 @@ import { rateLimiter } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
 import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
 import { adminRoutes } from './http/routes/admin';
+import { configSchemaHandler } from './http/routes/admin/config';
 import { systemRoutes } from './http/routes/system';
 import { v1Routes } from './http/routes/v1';
 
@@ -42,10 +44,16 @@ export function createApp(deps: Deps) {
   const application = apiGuard(deps, { maxBody: deps.config.BODY_LIMIT_BYTES, kind: 'application', limiter });
   app.use('/v1/*', application);
   app.use('/api/*', application);
+  // Public like /openapi.json: the configuration document's schema, for editors (no data in it).
+  app.get('/admin/v1/config/schema.json', configSchemaHandler);
   app.use(
     '/admin/v1/*',
     apiGuard(deps, { maxBody: deps.config.ADMIN_BODY_LIMIT_BYTES, kind: 'admin', limiter }),
   );
+
+  // The audit log reads which admin key made a change from the request context.
+  app.use('/admin/v1/*', contextStorage());
+  app.use('/dashboard/*', contextStorage());
 
   const v1 = v1Routes(deps, registry);
   app.route('/v1', v1.routes);

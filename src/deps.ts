@@ -18,6 +18,11 @@ export interface Deps {
   sql: Sql;
   keys: Keys;
   catalog: Catalog;
+  /**
+   * Set while admin services run inside a configuration transaction (config apply): work that must
+   * wait for the commit, such as backdating, is handed over here and started with the process's deps.
+   */
+  afterCommit?: (task: (committed: Deps) => Promise<void>) => void;
 }
 
 export interface DepsOverrides {

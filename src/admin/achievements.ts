@@ -251,6 +251,7 @@ const sameRequirement = (a: Requirement, b: Requirement) =>
 
 /** Backdating reads the configuration snapshot, so it must see the committed change first. */
 async function backdate(deps: Deps, id: string): Promise<void> {
+  if (deps.afterCommit) return deps.afterCommit((committed) => backdate(committed, id));
   await deps.catalog.reload();
   await backdateAchievement(deps, id);
 }

@@ -14,6 +14,7 @@ import {
   keySchema,
   listLive,
   nameSchema,
+  newId,
   rejectNulls,
 } from './common';
 
@@ -91,9 +92,20 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     const units = input.units ?? null;
     checkUnits(unitType, units);
     try {
+      // Explicit id and time like every other resource: inside one transaction (configuration
+      // apply) the database's now() is the same for every row, which would lose the creation order.
+      const now = new Date(deps.clock.now());
       const [row] = await deps.db
         .insert(metrics)
-        .values({ key: input.key, name: input.name, unitType, units })
+        .values({
+          id: newId(),
+          key: input.key,
+          name: input.name,
+          unitType,
+          units,
+          created: now,
+          updated: now,
+        })
         .returning();
       return showMetric(row!);
     } catch (err) {

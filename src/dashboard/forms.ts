@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { ItemIssue, pgCode } from '../admin/common';
+import { recordAdminWrite } from '../config-as-code/audit';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import type { AppEnv } from '../http/env';
@@ -91,8 +92,11 @@ export async function attempt<T>(
   publish = true,
 ): Promise<Attempt<T>> {
   try {
-    const value = await run();
-    if (publish) await deps.catalog.changed();
+    const value = await recordAdminWrite(deps, async () => {
+      const v = await run();
+      if (publish) await deps.catalog.changed();
+      return v;
+    });
     return { ok: true, value };
   } catch (err) {
     return { ok: false, form: failedForm(err, fields, values) };

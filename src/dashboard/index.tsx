@@ -7,6 +7,7 @@ import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { formOf, str } from './forms';
 import { mountConfigPages } from './pages/config';
+import { mountConfigCodePages } from './pages/config-code';
 import { mountConnectPages } from './pages/connect';
 import { mountLeaderboardPages } from './pages/leaderboards';
 import { mountOverview } from './pages/overview';
@@ -169,6 +170,7 @@ export function dashboardRoutes(deps: Deps) {
   mountPointsPages(app, deps);
   mountLeaderboardPages(app, deps);
   mountConnectPages(app, deps);
+  mountConfigCodePages(app, deps);
   app.onError((err, c) => {
     if (err instanceof AppError && err.status < 500) {
       return c.html(<Problem title="Not available" text={err.message} />, err.status);

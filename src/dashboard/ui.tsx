@@ -29,6 +29,7 @@ const NAV: Array<[string, string] | string> = [
   ['/dashboard/streaks', 'Streaks'],
   ['/dashboard/points', 'Points'],
   ['/dashboard/leaderboards', 'Leaderboards'],
+  ['/dashboard/config-code', 'As code'],
   'Connect',
   ['/dashboard/webhooks', 'Webhooks'],
   ['/dashboard/integration', 'Integration'],

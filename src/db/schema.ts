@@ -245,6 +245,30 @@ export const webhookEndpoints = pgTable('webhook_endpoints', {
   deletedAt: deletedAt(),
 });
 
+/**
+ * The audit log of configuration changes: one row per changed item of one admin write (resource
+ * endpoints, dashboard, configuration apply), with the item before and after in the configuration
+ * document's shape (keys, never ids; no secrets). `batch` groups the rows of one write.
+ */
+export const configChanges = pgTable(
+  'config_changes',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    batch: uuid('batch').notNull(),
+    at: ts('at').notNull(),
+    keyId: uuid('key_id'),
+    keyName: text('key_name').notNull(),
+    keyPrefix: text('key_prefix'),
+    source: text('source', { enum: ['api', 'dashboard', 'config', 'system'] }).notNull(),
+    resource: text('resource').notNull(),
+    item: text('item').notNull(),
+    action: text('action', { enum: ['create', 'update', 'delete'] }).notNull(),
+    before: jsonb('before'),
+    after: jsonb('after'),
+  },
+  (t) => [index('config_changes_at').on(t.at)],
+);
+
 // ---------------------------------------------------------------- history (written by the history writer)
 
 export const users = pgTable('users', {

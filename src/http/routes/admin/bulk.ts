@@ -1,6 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { z } from '../../../zod';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
+import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest, notFound, unprocessable } from '../../../errors';
 import type { AppEnv } from '../../env';
@@ -168,14 +169,16 @@ export function mountBulk<Out>(
       const items = await readItems(c, max);
       const created: Out[] = [];
       const problems: AdminIssue[] = [];
-      for (const [index, item] of items.entries()) {
-        try {
-          created.push(await create(deps, item, c));
-        } catch (err) {
-          problems.push(issueFrom(err, { index }));
+      await recordAdminWrite(deps, async () => {
+        for (const [index, item] of items.entries()) {
+          try {
+            created.push(await create(deps, item, c));
+          } catch (err) {
+            problems.push(issueFrom(err, { index }));
+          }
         }
-      }
-      if (created.length) await deps.catalog.changed();
+        if (created.length) await deps.catalog.changed();
+      });
       return c.json({ created, issues: problems }, created.length ? 201 : 200);
     });
   }
@@ -206,17 +209,19 @@ export function mountBulk<Out>(
       const items = await readItems(c, 100);
       const updated: Out[] = [];
       const problems: AdminIssue[] = [];
-      for (const [index, item] of items.entries()) {
-        const id =
-          typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
-        try {
-          if (!id) throw new ItemIssue('id is required');
-          updated.push(await update(deps, item, c));
-        } catch (err) {
-          problems.push(issueFrom(err, id ? { index, id } : { index }));
+      await recordAdminWrite(deps, async () => {
+        for (const [index, item] of items.entries()) {
+          const id =
+            typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
+          try {
+            if (!id) throw new ItemIssue('id is required');
+            updated.push(await update(deps, item, c));
+          } catch (err) {
+            problems.push(issueFrom(err, id ? { index, id } : { index }));
+          }
         }
-      }
-      if (updated.length) await deps.catalog.changed();
+        if (updated.length) await deps.catalog.changed();
+      });
       return c.json({ updated, issues: problems });
     });
   }
@@ -249,16 +254,18 @@ export function mountBulk<Out>(
       const ids = readIds(c);
       const deleted: { id: string }[] = [];
       const problems: AdminIssue[] = [];
-      for (const id of ids) {
-        try {
-          if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
-          await remove(deps, id, c);
-          deleted.push({ id });
-        } catch (err) {
-          problems.push(issueFrom(err, { id }));
+      await recordAdminWrite(deps, async () => {
+        for (const id of ids) {
+          try {
+            if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
+            await remove(deps, id, c);
+            deleted.push({ id });
+          } catch (err) {
+            problems.push(issueFrom(err, { id }));
+          }
         }
-      }
-      if (deleted.length) await deps.catalog.changed();
+        if (deleted.length) await deps.catalog.changed();
+      });
       return c.json({ deleted, issues: problems });
     });
   }

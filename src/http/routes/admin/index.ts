@@ -13,6 +13,7 @@ import type { Deps } from '../../../deps';
 import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
+import { mountConfig } from './config';
 import { mountRebuild } from './rebuild';
 import { mountStreakOps } from './streak-ops';
 import { mountStreakPauses } from './streak-pauses';
@@ -37,6 +38,7 @@ export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   mountStreakPauses(app, deps, registry);
   mountStreakOps(app, deps, registry);
   mountRebuild(app, deps, registry);
+  mountConfig(app, deps, registry);
   // (helpers add one mount line per resource here)
   return app;
 }

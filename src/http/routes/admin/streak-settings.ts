@@ -6,6 +6,7 @@ import {
   StreakSettingsSchema,
   updateStreakSettings,
 } from '../../../admin/streak-settings';
+import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest } from '../../../errors';
 import type { AppEnv } from '../../env';
@@ -51,6 +52,7 @@ export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: Ope
       throw badRequest('Request body must be a JSON object');
     }
     const patch = parseWith(StreakSettingsPatchSchema, body);
-    return c.json(showStreakSettings(deps, await updateStreakSettings(deps, patch)));
+    const row = await recordAdminWrite(deps, () => updateStreakSettings(deps, patch));
+    return c.json(showStreakSettings(deps, row));
   });
 }
