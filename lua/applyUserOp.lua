@@ -571,7 +571,8 @@ for i, sys in ipairs(plan.systems) do
     redis.call('HSET', K_POINTS, sys.id, fmt(total))
     local listKey = KEYS[10 + i]
     for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
-    redis.call('LTRIM', listKey, 0, 99)
+    -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
+    redis.call('LTRIM', listKey, 0, 19)
     local added = total - before
     pointsReply[#pointsReply + 1] = {
       sys = sys.id, total = total, added = added, awards = awards,

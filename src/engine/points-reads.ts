@@ -5,9 +5,20 @@ import type { Deps } from '../deps';
 import { histogramRanges } from './stats';
 import { asArray, type LuaAward } from './user-op';
 import { perUserPipelines } from './user-reads';
+import { and, desc, eq, sql } from 'drizzle-orm';
+import { pointsAwards } from '../db/schema';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 
-/** A user's total and most recent `count` awards (newest first) in a system. One round trip. */
+/**
+ * Awards kept per user and system in Redis (lua/applyUserOp.lua trims the list to them): the newest,
+ * which the history writer may not have written yet. Older ones are read from points_awards.
+ */
+export const RECENT_AWARDS = 20;
+
+/**
+ * A user's total and most recent `count` awards (newest first) in a system: the newest
+ * RECENT_AWARDS from Redis (one round trip), older ones from Postgres when more are asked for.
+ */
 export async function userPoints(deps: Deps, userId: string, systemId: string, count: number) {
   const k = deps.keys.user(userId);
   const pipe = crossSlotPipeline(deps.redis);
@@ -19,6 +30,31 @@ export async function userPoints(deps: Deps, userId: string, systemId: string, c
     const a = JSON.parse(raw) as LuaAward;
     return { ...a, boosts: asArray(a.boosts as string[] | Record<string, never>) };
   });
+  if (awards.length < RECENT_AWARDS || count <= awards.length) return { total, awards };
+  // The list is full and more are asked for: the rest, older, come from the history.
+  const seen = new Set(awards.map((a) => a.id));
+  const rows = await deps.db
+    .select()
+    .from(pointsAwards)
+    .where(and(eq(pointsAwards.userId, userId), eq(pointsAwards.systemId, systemId)))
+    .orderBy(
+      sql`${pointsAwards.seq} desc nulls last`,
+      sql`${pointsAwards.pos} desc nulls last`,
+      desc(pointsAwards.created),
+    )
+    .limit(count + RECENT_AWARDS);
+  for (const r of rows) {
+    if (awards.length >= count) break;
+    if (seen.has(r.id)) continue;
+    awards.push({
+      id: r.id,
+      awarded: r.awarded,
+      total: r.total,
+      trigger: r.triggerId,
+      boosts: r.boosts,
+      date: r.created.getTime(),
+    });
+  }
   return { total, awards };
 }
 

@@ -9,7 +9,7 @@
  * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
  * | achievements | `achievement_completions`, JSON-encoded by the same Lua constructor |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
- * | awards:<system> | the newest 100 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
+ * | awards:<system> | the newest 20 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
  * | streak | `user_states.streak` (fields as last written) + `hist`: the newest 100 `streak_periods` of its epoch |
  * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
@@ -32,6 +32,7 @@ import {
 import type { Deps } from '../deps';
 import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
 import { idempotencyKeys, idempotencyValue, DAY_MS } from '../engine/idempotency';
+import { RECENT_AWARDS } from '../engine/points-reads';
 import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
@@ -75,7 +76,7 @@ export interface UserState {
   /** When each idempotency hash expires (ms), for the window buckets. */
   idemExpireAt: Record<string, number>;
   boards: Record<string, string>;
-  /** systemId → encoded awards, newest first (at most 100). */
+  /** systemId → encoded awards, newest first (at most RECENT_AWARDS). */
   awards: Record<string, string[]>;
   /** Counters replayed from events (live metric triggers and filtered achievements only). */
   replayed: Record<string, string>;
@@ -336,7 +337,7 @@ export async function loadUserStates(
     };
     for (const [sys, list] of bySystem) {
       points[sys] = str(list.reduce((n, a) => n + a.awarded, 0));
-      const newest = list.slice(-100).reverse();
+      const newest = list.slice(-RECENT_AWARDS).reverse();
       const from = toEncode.awards.length;
       for (const a of newest) {
         toEncode.awards.push({

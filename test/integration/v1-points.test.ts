@@ -103,6 +103,23 @@ describe('GET /v1/users/{id}/points/{key}', () => {
     expect((await t.api('GET', '/v1/users/learner/points/xp')).body.level).toMatchObject({ key: 'silver' });
   });
 
+  it('serves awards beyond the 20 kept in Redis from the history, in the same order and shape', async () => {
+    for (let i = 0; i < 30; i++)
+      await send('collector', 1, `2025-03-11T${String(i % 24).padStart(2, '0')}:00:00Z`);
+    const xp = t.deps.catalog.snapshot.systemsByKey.get('xp')!;
+    expect(await t.deps.redis.llen(t.deps.keys.user('collector').awards(xp.id))).toBe(20);
+    const all = await t.api('GET', '/v1/users/collector/points/xp?awards=30');
+    expect(all.status).toBe(200);
+    expect(all.body.awards.map((a: any) => a.total)).toEqual(
+      Array.from({ length: 30 }, (_, i) => 300 - 10 * i),
+    );
+    const recent = await t.api('GET', '/v1/users/collector/points/xp?awards=20');
+    expect(all.body.awards.slice(0, 20)).toEqual(recent.body.awards);
+    // An award read from the history has every field an award read from Redis has.
+    expect(Object.keys(all.body.awards[25]).sort()).toEqual(Object.keys(all.body.awards[0]).sort());
+    expect(all.body.awards[25].trigger).toEqual(all.body.awards[0].trigger);
+  });
+
   it('shows 0, level null and no awards for a system without levels where the user has nothing', async () => {
     await t.api('POST', '/v1/users', { id: 'newcomer' });
     const res = await t.api('GET', '/v1/users/newcomer/points/coins');
