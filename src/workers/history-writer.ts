@@ -10,6 +10,7 @@ import { localDate, periodBounds, type Frequency } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
+import { countBackendError, observeHistoryPass } from '../metrics/hooks';
 
 export const HISTORY_GROUP = 'history';
 
@@ -419,6 +420,7 @@ export class HistoryWriter {
     }
     const collected = lists.flat();
     if (!collected.length) return 0;
+    const writeStart = performance.now();
     await writeBatch(this.deps, collected, this.opts.hooks);
     // Acknowledged and deleted in one pipeline: a pass spans up to every shard, and one command per
     // shard would be one socket write each (auto-pipelining is off), for Node and Redis alike.
@@ -431,6 +433,7 @@ export class HistoryWriter {
       done.xdel(key, ...ids);
     });
     await execValues(done);
+    observeHistoryPass(this.deps, collected, performance.now() - writeStart);
     this.written += collected.length;
     return collected.length;
   }
@@ -458,6 +461,7 @@ export class HistoryWriter {
       } catch (err) {
         // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
         this.lastError = err;
+        countBackendError('history_writer', err);
         this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
         await this.sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);
