@@ -154,9 +154,9 @@ export async function webhookFailuresLastHour(deps: Deps): Promise<number> {
 const cache = new WeakMap<Deps, { at: number; state: Promise<CollectedState> }>();
 
 /** Reads every piece of shared state (each part on its own: Postgres down still reports Redis). */
-export function collectState(deps: Deps): Promise<CollectedState> {
+export function collectState(deps: Deps, reuseMs = REUSE_MS): Promise<CollectedState> {
   const hit = cache.get(deps);
-  if (hit && Date.now() - hit.at < REUSE_MS) return hit.state;
+  if (hit && Date.now() - hit.at < reuseMs) return hit.state;
   const state = (async (): Promise<CollectedState> => {
     const settle = <T>(p: Promise<T>) =>
       withTimeout(p, PROBE_TIMEOUT_MS).then(
@@ -182,8 +182,8 @@ export function collectState(deps: Deps): Promise<CollectedState> {
 }
 
 /** Sets the scrape-time gauges from the shared state; a part that could not be read keeps its last values. */
-export async function updateStateGauges(deps: Deps): Promise<void> {
-  const s = await collectState(deps);
+export async function updateStateGauges(deps: Deps, reuseMs = REUSE_MS): Promise<void> {
+  const s = await collectState(deps, reuseMs);
   redisUp.set(s.redisUp ? 1 : 0);
   postgresUp.set(s.postgresUp ? 1 : 0);
   if (s.outbox) {

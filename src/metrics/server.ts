@@ -60,11 +60,13 @@ export interface RenderOptions {
   collect: boolean;
   /** Include the API processes this primary forked. */
   cluster: boolean;
+  /** Reuse shared state read this recently (default 1 s; tests ask for 0). */
+  reuseMs?: number;
 }
 
 /** The Prometheus text of this process (and, with `cluster`, of every API process it forked). */
 export async function renderMetrics(deps: Deps, opts: RenderOptions): Promise<string> {
-  if (opts.collect) await updateStateGauges(deps);
+  if (opts.collect) await updateStateGauges(deps, opts.reuseMs);
   if (!opts.cluster) {
     scrapeProcesses.set(1);
     return registry.metrics();
