@@ -10,7 +10,8 @@ function exported(): Set<string> {
   const names = new Set<string>();
   for (const m of registry.getMetricsAsArray()) {
     names.add(m.name);
-    if (m.type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(`${m.name}${s}`);
+    if (String(m.type) === 'histogram')
+      for (const s of ['_bucket', '_sum', '_count']) names.add(`${m.name}${s}`);
   }
   return names;
 }
