@@ -33,13 +33,13 @@ function duration(seconds: number): string {
 }
 
 /**
- * The overview's health signals (the same reads as the scrape-time gauges of /metrics, reused for a
- * second): history lag, outbox backlog, webhook failures in the past hour, scheduler lateness, and
+ * The overview's health signals (the same reads as the scrape-time gauges of /metrics, at most a
+ * second old): history lag, outbox backlog, webhook failures in the past hour, scheduler lateness, and
  * whether Redis and Postgres answer.
  */
 export async function readHealth(deps: Deps): Promise<Health> {
   const [s, failures] = await Promise.all([
-    collectState(deps),
+    collectState(deps, 1000),
     webhookFailuresLastHour(deps).catch(() => null),
   ]);
   const lag = s.outbox ? Math.max(0, ...s.outbox.oldestAge) : null;

@@ -60,7 +60,7 @@ export interface RenderOptions {
   collect: boolean;
   /** Include the API processes this primary forked. */
   cluster: boolean;
-  /** Reuse shared state read this recently (default 1 s; tests ask for 0). */
+  /** Reuse shared state read this recently (default REUSE_MS, 5 s; tests ask for 0). */
   reuseMs?: number;
 }
 
