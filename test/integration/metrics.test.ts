@@ -302,4 +302,35 @@ describe('/metrics', () => {
     expect(html).toContain('data-signal="webhook-failures" data-state="behind"');
     expect(html).toContain('data-signal="scheduler-lateness" data-state="ok"');
   });
+
+  it('counts leaderboard finalisations and the scheduler work of a pass', async () => {
+    const [m] = await adminCreate(t, '/metrics', [{ key: 'laps', name: 'Laps' }]);
+    await adminCreate(t, '/leaderboards', [
+      {
+        key: 'daily',
+        name: 'Daily',
+        rankBy: 'metric',
+        metricId: m.id,
+        runUnit: 'day',
+        runInterval: 1,
+        status: 'active',
+      },
+    ]);
+    const scheduler = new Scheduler(t.deps);
+    await scheduler.runOnce();
+    expect((await event('laps', 'fin-1', 3)).status).toBe(201);
+    await drain();
+    const before = await scrape();
+    // 12:00 UTC the day after the run's last date: the run is final.
+    t.clock.set(`${new Date(t.clock.now() + 24 * 3_600_000).toISOString().slice(0, 10)}T12:00:01Z`);
+    await scheduler.runOnce();
+    await scheduler.runOnce();
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      metric(after, name, labels) - metric(before, name, labels);
+    expect(delta('laurel_scheduler_finalisations_total')).toBe(1);
+    expect(delta('laurel_scheduler_work_total', { kind: 'runs_finalised' })).toBe(1);
+    expect(delta('laurel_scheduler_work_total', { kind: 'runs_started' })).toBeGreaterThanOrEqual(1);
+    expect(delta('laurel_scheduler_pass_duration_seconds_count')).toBe(2);
+  });
 });
