@@ -182,9 +182,9 @@ export function collectState(deps: Deps, reuseMs = REUSE_MS): Promise<CollectedS
   return state;
 }
 
-/** Sets the scrape-time gauges from the shared state; a part that could not be read keeps its last values. */
 let lastCounted: CollectedState | null = null;
 
+/** Sets the scrape-time gauges from the shared state; a part that could not be read keeps its last values. */
 export async function updateStateGauges(deps: Deps, reuseMs = REUSE_MS): Promise<void> {
   const s = await collectState(deps, reuseMs);
   // A failed read counts once, however many scrapes reuse it.
