@@ -44,6 +44,7 @@ import {
   redisCpuSeconds,
   waitForOutboxDrain,
 } from './lib/redis-stats';
+import { startScraper } from './lib/scraper';
 import { seedConfiguration } from './lib/seed';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -66,16 +67,24 @@ const userId = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart
 interface Targets {
   origins: string[];
   servers: Child[];
+  /** /metrics of every Laurel process (each on its own METRICS_PORT). */
+  metrics: string[];
 }
 
 async function startLaurel(opts: BenchOptions, env: NodeJS.ProcessEnv): Promise<Targets> {
   const nodeArgs = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}profiles`] : [];
+  const metrics: string[] = [];
+  const metricsPort = async () => {
+    const port = await freePort();
+    metrics.push(`http://127.0.0.1:${port}/metrics`);
+    return String(port);
+  };
   const start = async (name: string, extra: NodeJS.ProcessEnv) => {
     const port = await freePort();
     const child = startChild(
       name,
       [...nodeArgs, '--import', 'tsx', 'src/main.ts'],
-      { ...env, ...extra, PORT: String(port) },
+      { ...env, ...extra, PORT: String(port), METRICS_PORT: await metricsPort() },
       ROOT,
     );
     const origin = `http://127.0.0.1:${port}`;
@@ -90,20 +99,20 @@ async function startLaurel(opts: BenchOptions, env: NodeJS.ProcessEnv): Promise<
     const w = startChild(
       'laurel-worker',
       [...nodeArgs, '--import', 'tsx', 'src/main.ts'],
-      { ...env, ROLE: 'worker' },
+      { ...env, ROLE: 'worker', METRICS_PORT: await metricsPort() },
       ROOT,
     );
-    return { origins: [a.origin, b.origin], servers: [a.child, b.child, w] };
+    return { origins: [a.origin, b.origin], servers: [a.child, b.child, w], metrics };
   }
   if (opts.mode === 'cluster') {
     // One Laurel on a throwaway 3-master Redis Cluster (the baseline stays on the single Redis).
     const cluster = await startRedisCluster();
     clusterStops.push(() => cluster.stop());
     const one = await start('laurel', { REDIS_CLUSTER_NODES: cluster.nodes });
-    return { origins: [one.origin], servers: [one.child] };
+    return { origins: [one.origin], servers: [one.child], metrics };
   }
   const one = await start('laurel', {});
-  return { origins: [one.origin], servers: [one.child] };
+  return { origins: [one.origin], servers: [one.child], metrics };
 }
 
 /** Throwaway Redis Clusters started by `--mode cluster`, stopped at cleanup. */
@@ -322,6 +331,9 @@ async function main() {
     );
     const memAfter = await infoNumber(redis, 'memory', 'used_memory');
     const census = await censusKeys(redis, prefix);
+    const scrapeCost = opts.scrape
+      ? await measureScrapeCost(eventScenario, settings, probes, laurel.metrics, redis, prefix)
+      : null;
     const usersTouched = Math.min(eventsBuilt, opts.users);
 
     // Leaderboard reads, once the application API has them.
@@ -395,6 +407,8 @@ async function main() {
       targets,
       /** How long the history writer took, after the event scenario, to empty the outbox. */
       historyDrain: drain,
+      /** --scrape: event throughput with and without a scraper polling /metrics every second. */
+      scrapeCost,
       memory: {
         usedMemoryBefore: memBefore,
         usedMemoryAfter: memAfter,
@@ -438,6 +452,7 @@ async function main() {
       if (m.non2xx || m.errors)
         console.log(`warning: ${m.name}: status codes ${JSON.stringify(m.statusCodes)}, ${m.errors} errors`);
     }
+    if (scrapeCost) console.log(scrapeCost.summary);
     for (const n of notes) console.log(`note: ${n}`);
 
     await mkdir(RESULTS, { recursive: true });
@@ -449,6 +464,50 @@ async function main() {
   } finally {
     await cleanup();
   }
+}
+
+/**
+ * The event scenario with a scraper polling every Laurel process's /metrics once a second, between
+ * two runs without it (their mean is the reference, which evens out drift as Redis and Postgres
+ * fill up). The outbox is drained before each run, so no run pays for another's history.
+ */
+async function measureScrapeCost(
+  scenario: Scenario,
+  settings: LoadSettings,
+  probes: Parameters<typeof measure>[2],
+  metricsUrls: string[],
+  redis: Redis,
+  prefix: string,
+) {
+  const run = async (name: string, scraped: boolean) => {
+    await waitForOutboxDrain(redis, prefix, 120_000);
+    console.error(`measuring the event endpoint ${scraped ? 'with' : 'without'} a scraper…`);
+    const scraper = scraped ? startScraper(metricsUrls) : null;
+    const m = await measure({ ...scenario, name }, settings, probes);
+    return { m, scrapes: scraper ? await scraper.stop() : null };
+  };
+  const a = await run(`${scenario.name} (no scraper, 1)`, false);
+  const b = await run(`${scenario.name} (scraped every 1 s)`, true);
+  const c = await run(`${scenario.name} (no scraper, 2)`, false);
+  const without = (a.m.reqPerSec + c.m.reqPerSec) / 2;
+  const change = (b.m.reqPerSec - without) / without;
+  const s = b.scrapes!;
+  return {
+    withoutScraper: [a.m.reqPerSec, c.m.reqPerSec],
+    withScraper: b.m.reqPerSec,
+    change: round(change, 4),
+    withinThreePercent: change >= -0.03,
+    p99: { without: [a.m.p99, c.m.p99], with: b.m.p99 },
+    cpuUsPerRequest: {
+      without: [a.m.cpuUsPerRequest.server, c.m.cpuUsPerRequest.server],
+      with: b.m.cpuUsPerRequest.server,
+    },
+    scrapes: s,
+    summary:
+      `scrape cost: ${b.m.reqPerSec} events/s scraped every 1 s vs ${a.m.reqPerSec} and ${c.m.reqPerSec} without ` +
+      `(${(change * 100).toFixed(1)}%, target within 3%: ${change >= -0.03 ? 'met' : 'NOT met'}); ` +
+      `${s.scrapes} scrapes of ${Math.round(s.bytes / 1024)} KiB, mean ${s.meanMs} ms, max ${s.maxMs} ms, ${s.failures} failed`,
+  };
 }
 
 main().catch((err) => {

@@ -8,6 +8,8 @@ import { apiGuard } from './http/middleware/guard';
 import { rateLimiter } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
 import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
+import { httpMetrics } from './metrics/http';
+import { countBackendError } from './metrics/hooks';
 import { adminRoutes } from './http/routes/admin';
 import { configSchemaHandler } from './http/routes/admin/config';
 import { systemRoutes } from './http/routes/system';
@@ -19,6 +21,7 @@ export function createApp(deps: Deps) {
   const registry = new OpenAPIRegistry();
 
   app.use('*', requestId);
+  app.use('*', httpMetrics);
 
   app.onError((err, c) => {
     if (err instanceof AppError) {
@@ -26,6 +29,7 @@ export function createApp(deps: Deps) {
       return c.json({ error: err.message }, err.status);
     }
     if (isInfrastructureError(err)) {
+      countBackendError('http', err);
       deps.logger.warn({ err: err.message, requestId: c.get('requestId') }, 'infrastructure unavailable');
       return c.json({ error: 'Service unavailable' }, 503);
     }

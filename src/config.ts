@@ -67,6 +67,12 @@ export const envSchema = z.object({
   IDEMPOTENCY_WINDOW_DAYS: intFromEnv(30, 0, 3650),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */
   DASHBOARD_SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Port of the Prometheus endpoint (/metrics), never the public port; 0 turns it off. */
+  METRICS_PORT: intFromEnv(9464, 0, 65535),
+  /** Address of the metrics port: loopback unless an operator opens it (then set METRICS_TOKEN). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
 });
 
 export type AppConfig = z.output<typeof envSchema>;

@@ -4,6 +4,7 @@ import { systemClock } from './clock';
 import type { AppConfig } from './config';
 import { createDb, type Db, type Sql } from './db/client';
 import { createLogger, type Logger } from './logger';
+import { instrumentRedis } from './metrics/hooks';
 import { createRedis, type RedisClient, waitReady } from './redis/client';
 import { Keys } from './redis/keys';
 import { registerScripts } from './redis/scripts';
@@ -39,6 +40,7 @@ export async function createDeps(config: AppConfig, overrides: DepsOverrides = {
     lastRedisError = Date.now();
   });
   registerScripts(redis);
+  instrumentRedis(redis);
   await waitReady(redis);
   const { db, sql } = createDb(config.DATABASE_URL);
   const keys = new Keys(config.REDIS_KEY_PREFIX, config.USER_SHARDS);

@@ -5,6 +5,7 @@ import { createApp } from './app';
 import { loadConfig } from './config';
 import { runMigrations } from './db/migrate';
 import { closeDeps, createDeps } from './deps';
+import { answerMetricsRequests, startMetricsServer } from './metrics/server';
 import { startWorkers } from './workers';
 
 let config: ReturnType<typeof loadConfig>;
@@ -38,6 +39,13 @@ if (forkApis) {
   });
 }
 const workers = config.ROLE === 'api' || !cluster.isPrimary ? null : startWorkers(deps);
+// /metrics on its own port, served by the primary for every process of this deployment; the API
+// processes it forked answer its requests over IPC.
+if (!cluster.isPrimary) answerMetricsRequests();
+const metricsServer =
+  cluster.isPrimary && config.METRICS_PORT > 0
+    ? startMetricsServer(deps, { collect: true, cluster: forkApis })
+    : null;
 const server =
   config.ROLE === 'worker' || forkApis
     ? null
@@ -53,6 +61,7 @@ async function shutdown(signal: string) {
   const timer = setTimeout(() => process.exit(1), config.SHUTDOWN_TIMEOUT_MS);
   timer.unref();
   // Stop accepting, let in-flight requests finish, then stop workers and close pools.
+  metricsServer?.close();
   if (server) {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // close() would wait out the keep-alive timeout of connections that go idle after it; drop them at once.

@@ -23,6 +23,11 @@ export interface BenchOptions {
   reads: boolean;
   /** Writes a V8 CPU profile of the Laurel server to bench/results/profiles/. */
   profile: boolean;
+  /**
+   * Runs the event scenario twice more, with a scraper polling every Laurel process's /metrics once
+   * a second and without it, and reports the difference (the cost of being scraped).
+   */
+  scrape: boolean;
 }
 
 const MODES: BenchMode[] = ['single', 'cluster', 'two-api'];
@@ -70,5 +75,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     databaseUrl: local(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres', 'DATABASE_URL'),
     reads: !(argv.includes('--no-reads') || ['0', 'false'].includes(env.BENCH_READS ?? '')),
     profile: argv.includes('--profile') || ['1', 'true'].includes(env.BENCH_PROFILE ?? ''),
+    scrape: argv.includes('--scrape') || ['1', 'true'].includes(env.BENCH_SCRAPE ?? ''),
   };
 }

@@ -11,6 +11,7 @@ import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
+import { countBackendError, observeHistoryPass } from '../metrics/hooks';
 
 export const HISTORY_GROUP = 'history';
 
@@ -423,9 +424,11 @@ export class HistoryWriter {
     }
     const collected = lists.flat();
     if (!collected.length) return 0;
+    const writeStart = performance.now();
     await writeBatch(this.deps, collected, this.opts.hooks);
     // Then the cross-user indexes the records imply, acknowledged and deleted with them (globals.ts).
     await ackWithGlobals(this.deps, collected, HISTORY_GROUP);
+    observeHistoryPass(this.deps, collected, performance.now() - writeStart);
     this.written += collected.length;
     return collected.length;
   }
@@ -453,6 +456,7 @@ export class HistoryWriter {
       } catch (err) {
         // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
         this.lastError = err;
+        countBackendError('history_writer', err);
         this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
         await this.sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);

@@ -39,6 +39,7 @@ import {
   withNames,
 } from './webhook-events';
 import { crossSlotPipeline } from '../redis/batch';
+import { countBackendError, observeSchedulerPass } from '../metrics/hooks';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -158,6 +159,7 @@ export class Scheduler {
 
   /** One pass over every kind of due work, at the clock's now. */
   async runOnce(): Promise<SchedulerPass> {
+    const started = performance.now();
     const pass: SchedulerPass = {
       grants: 0,
       rollovers: 0,
@@ -177,6 +179,7 @@ export class Scheduler {
     pass.grants = await this.timeTriggers();
     pass.rollovers = await this.streaks();
     pass.freezeSlots = await this.freezes();
+    observeSchedulerPass(pass, performance.now() - started);
     return pass;
   }
 
@@ -691,6 +694,7 @@ export class Scheduler {
       try {
         await this.runOnce();
       } catch (err) {
+        countBackendError('scheduler', err);
         this.deps.logger.warn({ err: (err as Error).message }, 'scheduler pass failed; retrying');
       }
       await this.sleep(this.deps.config.SCHEDULER_INTERVAL_MS);

@@ -8,6 +8,7 @@ import { sql } from 'drizzle-orm';
 import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
+import { countBackendError, observeWebhookAttempt } from '../metrics/hooks';
 
 const MINUTE = 60_000;
 
@@ -22,6 +23,7 @@ interface Claimed {
   id: string;
   endpoint_id: string;
   event_id: string;
+  type: string;
   body: string | null;
   payload: unknown;
   attempts: number;
@@ -82,7 +84,7 @@ export class WebhookDispatcher {
     const lease = new Date(nowMs + this.deps.config.WEBHOOK_TIMEOUT_MS + MINUTE).toISOString();
     return this.deps.db.transaction(async (tx) => {
       const rows = (await tx.execute(sql`
-        select d.id, d.endpoint_id, d.event_id, d.body, d.payload, d.attempts,
+        select d.id, d.endpoint_id, d.event_id, d.type, d.body, d.payload, d.attempts,
                e.url, e.secret, e.enabled, e.deleted_at
           from webhook_deliveries d left join webhook_endpoints e on e.id = d.endpoint_id
          where d.status = 'pending' and d.next_attempt_at <= ${now}
@@ -130,6 +132,7 @@ export class WebhookDispatcher {
         code: null,
         error: 'cancelled: endpoint disabled or deleted',
       });
+      observeWebhookAttempt(d.type, 'cancelled');
       return;
     }
     const body = d.body ?? JSON.stringify(d.payload);
@@ -161,12 +164,14 @@ export class WebhookDispatcher {
     }
     if (error === null) {
       await this.finish(d.id, { status: 'succeeded', code, error: null });
+      observeWebhookAttempt(d.type, 'succeeded');
       return;
     }
     // attempts = 1 + retries made so far; after the last retry the delivery has failed.
     const retry = d.attempts; // the retry that would come next
     if (retry > this.deps.config.WEBHOOK_MAX_RETRIES) {
       await this.finish(d.id, { status: 'failed', code, error });
+      observeWebhookAttempt(d.type, 'failed');
     } else {
       await this.finish(d.id, {
         status: 'pending',
@@ -174,6 +179,7 @@ export class WebhookDispatcher {
         error,
         next: this.deps.clock.now() + retryDelayMs(retry),
       });
+      observeWebhookAttempt(d.type, 'retrying');
     }
   }
 
@@ -199,6 +205,7 @@ export class WebhookDispatcher {
       try {
         n = await this.runOnce();
       } catch (err) {
+        countBackendError('webhooks', err);
         this.deps.logger.warn({ err: (err as Error).message }, 'webhook dispatcher retrying');
       }
       if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 1000);

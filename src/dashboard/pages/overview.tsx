@@ -4,6 +4,7 @@ import { leaderboardStatus } from '../../engine/leaderboard-status';
 import { BarChart } from '../charts';
 import { achievementCompletions, eventsPerMinute, recentEvents, userCount } from '../data';
 import { pageCtx } from '../forms';
+import { HealthPanel, readHealth } from '../health-panel';
 import type { DashEnv } from '../session';
 import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
@@ -12,11 +13,12 @@ const MINUTES = 15;
 async function overviewPage(deps: Deps, ctx: PageCtx) {
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
-  const [users, perMinute, recent, completions] = await Promise.all([
+  const [users, perMinute, recent, completions, health] = await Promise.all([
     userCount(deps),
     eventsPerMinute(deps, MINUTES),
     recentEvents(deps),
     achievementCompletions(deps),
+    readHealth(deps),
   ]);
   const topAchievements = snap.achievements
     .map((a) => ({ a, n: completions.get(a.id) ?? 0 }))
@@ -54,6 +56,7 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
         <Stat label="Points systems" value={fmt(snap.systems.length)} />
         <Stat label="Leaderboards" value={fmt(snap.leaderboards.length)} hint={`${activeBoards} active`} />
       </div>
+      <HealthPanel health={health} />
       {steps.some(([ok]) => !ok) ? (
         <div class="card">
           <h2>Getting started</h2>
