@@ -241,3 +241,13 @@ export function when(t: string | number | Date | null | undefined): string {
   if (Number.isNaN(d.getTime())) return String(t);
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
+
+/** "1 freeze", "2 freezes": a count with its noun in the right number (`plural` when not just +s). */
+export const count = (n: number, noun: string, plural = `${noun}s`) => `${fmt(n)} ${n === 1 ? noun : plural}`;
+
+/** "Every day", "Every 3 days", "Every lesson": `plural` is the plural noun, e.g. "days" or "Lessons". */
+export function every(n: number, plural: string): string {
+  const lower = plural.toLowerCase();
+  if (n !== 1) return `Every ${fmt(n)} ${lower}`;
+  return `Every ${/[^s]s$/.test(lower) ? lower.slice(0, -1) : lower}`;
+}

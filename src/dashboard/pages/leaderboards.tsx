@@ -23,6 +23,7 @@ import {
   Stat,
   Status,
   TextArea,
+  every,
 } from '../ui';
 
 const ALL = { limit: 1000, skip: 0 };
@@ -106,11 +107,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
                     </div>
                   </td>
                   <td>{ranks(b)}</td>
-                  <td>
-                    {b.runUnit
-                      ? `Every ${b.runInterval} ${b.runUnit}${b.runInterval > 1 ? 's' : ''}`
-                      : 'One run'}
-                  </td>
+                  <td>{b.runUnit ? every(b.runInterval ?? 1, `${b.runUnit}s`) : 'One run'}</td>
                   <td>
                     {b.start} → {b.end ?? 'no end'}
                   </td>

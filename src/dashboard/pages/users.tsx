@@ -8,7 +8,7 @@ import { LineChart, type StreakCell, StreakStrip } from '../charts';
 import { userState } from '../data';
 import { pageCtx } from '../forms';
 import type { DashEnv } from '../session';
-import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
+import { count, Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
 const HISTORY_PERIODS = 42;
 
@@ -199,7 +199,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
               <p class="sub" style="margin-bottom:10px">
                 Current length {fmt(streakLength)}
                 {state.streak.started ? ` · since ${state.streak.started}` : ''}
-                {cfg.freezesEnabled ? ` · ${fmt(Number(state.streak.freezes ?? 0))} freezes left` : ''}
+                {cfg.freezesEnabled ? ` · ${count(Number(state.streak.freezes ?? 0), 'freeze')} left` : ''}
                 {state.streak.longest ? ` · longest ${fmt(Number(state.streak.longest))}` : ''}
               </p>
               <StreakStrip cells={cells} />

@@ -1,0 +1,50 @@
+import type { Deps } from '../../deps';
+
+/** `lastUsed` is recorded at most this often per key (admin-api §3). */
+const EVERY_MS = 60_000;
+/** Keys used within this delay are written together, in one statement. */
+const BATCH_MS = 200;
+
+/**
+ * Records when API keys were last used, off the request path: a request only checks an in-memory
+ * time per key; at most once a minute per key and process the key joins a batch that one UPDATE
+ * writes a moment later (and the UPDATE itself skips keys another process wrote within the minute).
+ * A failed write is only logged: it must never cost a request.
+ */
+export class KeyUsage {
+  private readonly noted = new Map<string, number>();
+  private pending = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly deps: Deps) {}
+
+  /** Called for every authenticated request: O(1), awaits nothing. */
+  touch(keyId: string): void {
+    const now = this.deps.clock.now();
+    const last = this.noted.get(keyId);
+    if (last !== undefined && now - last < EVERY_MS) return;
+    this.noted.set(keyId, now);
+    this.pending.add(keyId);
+    if (!this.timer) {
+      this.timer = setTimeout(() => void this.flush(now), BATCH_MS);
+      this.timer.unref();
+    }
+  }
+
+  private async flush(now: number): Promise<void> {
+    this.timer = null;
+    const ids = [...this.pending];
+    this.pending = new Set();
+    const at = new Date(now);
+    const before = new Date(now - EVERY_MS);
+    try {
+      const { sql } = this.deps;
+      await sql`update api_keys set last_used = ${at}
+                 where id = any(${sql.array(ids)}::uuid[]) and (last_used is null or last_used <= ${before})`;
+    } catch (err) {
+      // Forget the times so the next request retries the write.
+      for (const id of ids) this.noted.delete(id);
+      this.deps.logger.warn({ err: (err as Error).message }, 'could not record API key use');
+    }
+  }
+}
