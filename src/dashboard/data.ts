@@ -24,7 +24,7 @@ export interface RecentEvent {
   metricId: string;
   value: number;
   at: number;
-  /** Points added per system and achievements completed; only known while the record is in the outbox. */
+  /** Points added over every system (from the history, or from the outbox record not stored yet). */
   points?: number;
   achievements?: number;
 }
@@ -99,7 +99,55 @@ export async function recentEvents(deps: Deps, limit = 15, perShard = 10): Promi
     });
   }
   for (const e of pending) byId.set(e.id, e);
-  return [...byId.values()].sort((a, b) => b.at - a.at).slice(0, limit);
+  const shown = [...byId.values()].sort((a, b) => b.at - a.at).slice(0, limit);
+  const points = await eventPoints(
+    deps,
+    shown.filter((e) => e.points === undefined),
+  );
+  for (const e of shown) if (e.points === undefined) e.points = points.get(e.id) ?? 0;
+  return shown;
+}
+
+/**
+ * Points awarded per stored event, summed over every system. The user ids narrow the read to the
+ * (user_id, system_id, created) index; events without awards are absent from the map.
+ */
+async function eventPoints(deps: Deps, list: RecentEvent[]): Promise<Map<string, number>> {
+  if (!list.length) return new Map();
+  const rows = await deps.sql<Array<{ event_id: string; points: string }>>`
+    select event_id, sum(awarded) as points from points_awards
+     where user_id = any(${deps.sql.array([...new Set(list.map((e) => e.userId))])})
+       and event_id = any(${deps.sql.array(list.map((e) => e.id))}::uuid[])
+     group by event_id`;
+  return new Map(rows.map((r) => [r.event_id, Number(r.points)]));
+}
+
+/**
+ * How far the history writer is behind: the age of the oldest outbox record not yet stored (0 when
+ * the outbox is empty) and how many records wait. Stream ids carry Redis' clock, so the age is
+ * measured against the wall clock, not the (possibly simulated) application clock.
+ */
+export async function historyBacklog(deps: Deps): Promise<{ records: number; oldestAgeMs: number }> {
+  let records = 0;
+  let oldest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < deps.keys.shards; i += 64) {
+    const shards = Array.from({ length: Math.min(64, deps.keys.shards - i) }, (_, j) => i + j);
+    const replies = await Promise.all(
+      shards.map(async (s) => {
+        const key = deps.keys.outbox(s);
+        const [len, first] = await Promise.all([
+          deps.redis.xlen(key),
+          deps.redis.xrange(key, '-', '+', 'COUNT', 1),
+        ]);
+        return { len, at: first[0] ? Number(first[0][0].split('-')[0]) : Number.POSITIVE_INFINITY };
+      }),
+    );
+    for (const r of replies) {
+      records += r.len;
+      oldest = Math.min(oldest, r.at);
+    }
+  }
+  return { records, oldestAgeMs: records && Number.isFinite(oldest) ? Math.max(0, Date.now() - oldest) : 0 };
 }
 
 /** Events per minute over the last `minutes` minutes (oldest first), from history and outbox. */

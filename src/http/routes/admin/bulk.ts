@@ -2,7 +2,7 @@ import type { Context, Hono } from 'hono';
 import { z } from '../../../zod';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
 import type { Deps } from '../../../deps';
-import { badRequest, notFound, unprocessable } from '../../../errors';
+import { badRequest, notFoundNamed, unprocessable } from '../../../errors';
 import type { AppEnv } from '../../env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryInt, queryList, readJson } from '../../validate';
@@ -137,7 +137,7 @@ export function mountBulk<Out>(
     await r.parent?.(deps, c);
     const id = c.req.param('id');
     const found = isUuid(id) ? await r.get(deps, id, c) : null;
-    if (!found) throw notFound(`${capitalise(r.name)} not found`);
+    if (!found) throw notFoundNamed(capitalise(r.name), id);
     return c.json(found as object);
   });
 
