@@ -1,7 +1,7 @@
 // Every read the dashboard makes of user state and history, in one place, so these can be swapped
 // for shared read functions of the application API as those land.
 import { and, desc, eq, gte } from 'drizzle-orm';
-import { events, webhookDeliveries } from '../db/schema';
+import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
 import { fromMicros } from '../engine/decimal';
@@ -284,6 +284,11 @@ export async function userNames(deps: Deps, ids: string[]): Promise<Map<string, 
   return new Map(ids.flatMap((id, i) => (names[i] ? [[id, names[i]!] as [string, string]] : [])));
 }
 
+/** Users ranked in one run of a board, over every breakdown group (HLEN of its members hash, O(1)). */
+export async function participantCount(deps: Deps, boardId: string, runStart: string): Promise<number> {
+  return deps.redis.hlen(deps.keys.board(boardId).members(runStart));
+}
+
 /** Breakdown groups that have members in one run (a board's members hash, ≤ maxParticipants per group). */
 export async function runGroups(deps: Deps, boardId: string, runStart: string): Promise<Map<string, number>> {
   const members = await deps.redis.hvals(deps.keys.board(boardId).members(runStart));
@@ -306,4 +311,49 @@ export async function redeliver(deps: Deps, endpointId: string, deliveryId: stri
     .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)))
     .returning({ id: webhookDeliveries.id });
   return rows.length > 0;
+}
+
+export interface UserListItem {
+  id: string;
+  name: string | null;
+  email: string | null;
+  created: Date;
+}
+
+/**
+ * Users from the history, newest first, optionally only those whose id, name or e-mail contains
+ * `search` (case-insensitive). Returns one more than `limit` when a next page exists.
+ */
+export async function listUsers(
+  deps: Deps,
+  opts: { search: string; limit: number; offset: number },
+): Promise<UserListItem[]> {
+  const { sql } = deps;
+  const like = `%${opts.search.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+  const where = opts.search
+    ? sql`where id ilike ${like} or name ilike ${like} or email ilike ${like}`
+    : sql``;
+  return sql<UserListItem[]>`
+    select id, name, email, created from users ${where}
+     order by created desc, id desc limit ${opts.limit + 1} offset ${opts.offset}`;
+}
+
+/** A user's latest stored events, newest first. */
+export async function userEvents(deps: Deps, userId: string, limit = 20) {
+  return deps.db
+    .select()
+    .from(events)
+    .where(eq(events.userId, userId))
+    .orderBy(desc(events.created), desc(events.seq))
+    .limit(limit);
+}
+
+/** A user's latest stored points awards (every system), newest first. */
+export async function userAwards(deps: Deps, userId: string, limit = 20) {
+  return deps.db
+    .select()
+    .from(pointsAwards)
+    .where(eq(pointsAwards.userId, userId))
+    .orderBy(desc(pointsAwards.created), desc(pointsAwards.seq), desc(pointsAwards.pos))
+    .limit(limit);
 }

@@ -50,6 +50,7 @@ export const Layout: FC<
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{`${props.title} · Laurel`}</title>
+      <link rel="icon" href="/favicon.ico" type="image/svg+xml" />
       <link rel="stylesheet" href="/dashboard/assets/style.css" />
     </head>
     <body>
@@ -158,12 +159,15 @@ export const TextArea: FC<FieldProps> = (p) => (
   </FieldWrap>
 );
 
+const MULTI_SELECT_HINT = 'Hold Ctrl (⌘ on a Mac) and click to pick several, or to unpick one.';
+
 export const Select: FC<
   FieldProps & { options: Array<[string, string]>; def?: string; multiple?: boolean; blank?: string }
 > = (p) => {
   const chosen = p.multiple ? valuesOf(p.form, p.name) : [fieldValue(p.form, p.name, p.def)];
+  const hint = p.hint ?? (p.multiple ? MULTI_SELECT_HINT : undefined);
   return (
-    <FieldWrap {...p}>
+    <FieldWrap {...p} hint={hint}>
       <select id={`f-${p.name}`} name={p.name} multiple={p.multiple}>
         {p.blank !== undefined ? <option value="">{p.blank}</option> : null}
         {p.options.map(([v, l]) => (
