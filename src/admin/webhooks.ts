@@ -250,7 +250,7 @@ export const FAILING_WINDOW_MS = 24 * 3_600_000;
  * the map has no failure to show. Reads only deliveries that carry an error.
  */
 export async function webhookEndpointHealth(deps: Deps): Promise<Map<string, EndpointHealth>> {
-  const since = new Date(deps.clock.now() - FAILING_WINDOW_MS);
+  const since = new Date(deps.clock.now() - FAILING_WINDOW_MS).toISOString();
   const rows = await deps.sql<
     Array<{
       endpoint_id: string;
@@ -267,7 +267,7 @@ export async function webhookEndpointHealth(deps: Deps): Promise<Map<string, End
            (array_agg(last_error order by last_attempt_at desc nulls last))[1] as last_error
       from webhook_deliveries
      where last_error is not null
-       and (status = 'pending' or (status = 'failed' and last_attempt_at >= ${since}))
+       and (status = 'pending' or (status = 'failed' and last_attempt_at >= ${since}::timestamptz))
      group by endpoint_id`;
   return new Map(
     rows.map((r) => [

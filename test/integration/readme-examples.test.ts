@@ -45,7 +45,9 @@ async function runShell(shell: 'bash' | 'zsh', script: string) {
     return await run(shell, ['-c', script], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 });
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${shell} failed: ${e.stderr?.slice(-3000) || e.message}\n--- stdout tail:\n${e.stdout?.slice(-1500)}`);
+    throw new Error(
+      `${shell} failed: ${e.stderr?.slice(-3000) || e.message}\n--- stdout tail:\n${e.stdout?.slice(-1500)}`,
+    );
   }
 }
 

@@ -35,12 +35,12 @@ export class KeyUsage {
     this.timer = null;
     const ids = [...this.pending];
     this.pending = new Set();
-    const at = new Date(now);
-    const before = new Date(now - EVERY_MS);
+    const at = new Date(now).toISOString();
+    const before = new Date(now - EVERY_MS).toISOString();
     try {
       const { sql } = this.deps;
-      await sql`update api_keys set last_used = ${at}
-                 where id = any(${sql.array(ids)}::uuid[]) and (last_used is null or last_used <= ${before})`;
+      await sql`update api_keys set last_used = ${at}::timestamptz
+                 where id = any(${sql.array(ids)}::uuid[]) and (last_used is null or last_used <= ${before}::timestamptz)`;
     } catch (err) {
       // Forget the times so the next request retries the write.
       for (const id of ids) this.noted.delete(id);
