@@ -93,6 +93,7 @@ export function refusalReason(
   const expected = Buffer.from(row?.secretHash ?? '0'.repeat(64), 'hex');
   if (!row || !timingSafeEqual(actual, expected)) return 'Invalid API key';
   if (row.status !== 'active') return 'This API key was revoked';
+  if (row.kind === kind) return 'Invalid API key';
   return row.kind === 'admin'
     ? 'This is an admin key; the application API (/v1, /api) needs an application key'
     : 'This is an application key; the admin API (/admin/v1) needs an admin key';

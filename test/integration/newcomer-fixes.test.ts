@@ -96,15 +96,13 @@ describe('API keys', () => {
       { error: 'This is an admin key; the application API (/v1, /api) needs an application key' },
     ]);
     const r = generateApiKey();
-    await t.deps.db
-      .insert(apiKeys)
-      .values({
-        name: 'old',
-        kind: 'application',
-        prefix: r.prefix,
-        secretHash: r.secretHash,
-        status: 'revoked',
-      });
+    await t.deps.db.insert(apiKeys).values({
+      name: 'old',
+      kind: 'application',
+      prefix: r.prefix,
+      secretHash: r.secretHash,
+      status: 'revoked',
+    });
     await t.deps.catalog.reload();
     const revoked = await t.app.request('/v1/achievements', { headers: { 'X-API-KEY': r.key } });
     expect([revoked.status, await revoked.json()]).toEqual([401, { error: 'This API key was revoked' }]);
