@@ -9,7 +9,8 @@ const BATCH_MS = 200;
  * Records when API keys were last used, off the request path: a request only checks an in-memory
  * time per key; at most once a minute per key and process the key joins a batch that one UPDATE
  * writes a moment later (and the UPDATE itself skips keys another process wrote within the minute).
- * A failed write is only logged: it must never cost a request.
+ * A failed write is only logged (the key's next use after the minute writes again): it must never
+ * cost a request.
  */
 export class KeyUsage {
   private readonly noted = new Map<string, number>();
@@ -42,8 +43,7 @@ export class KeyUsage {
       await sql`update api_keys set last_used = ${at}::timestamptz
                  where id = any(${sql.array(ids)}::uuid[]) and (last_used is null or last_used <= ${before}::timestamptz)`;
     } catch (err) {
-      // Forget the times so the next request retries the write.
-      for (const id of ids) this.noted.delete(id);
+      // Not retried before the key's next minute: an unreachable Postgres gets no extra queries.
       this.deps.logger.warn({ err: (err as Error).message }, 'could not record API key use');
     }
   }
