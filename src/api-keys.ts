@@ -76,3 +76,25 @@ export function verifyApiKey(
   if (!row || !match || row.status !== 'active' || row.kind !== kind) return null;
   return row;
 }
+
+/**
+ * Why `presented` was refused on an API that takes keys of `kind`, for the 401 message. Only a key
+ * whose secret matches is described further (revoked, wrong kind): anyone else learns nothing.
+ */
+export function refusalReason(
+  presented: string,
+  kind: ApiKeyKind,
+  lookup: (prefix: string) => ApiKeyRow | undefined,
+): string {
+  const parsed = parseApiKey(presented.trim());
+  if (!parsed) return 'Invalid API key: expected the form {prefix}.{secret}';
+  const row = lookup(parsed.prefix);
+  const actual = Buffer.from(hashSecret(parsed.secret), 'hex');
+  const expected = Buffer.from(row?.secretHash ?? '0'.repeat(64), 'hex');
+  if (!row || !timingSafeEqual(actual, expected)) return 'Invalid API key';
+  if (row.status !== 'active') return 'This API key was revoked';
+  if (row.kind === kind) return 'Invalid API key';
+  return row.kind === 'admin'
+    ? 'This is an admin key; the application API (/v1, /api) needs an application key'
+    : 'This is an application key; the admin API (/admin/v1) needs an admin key';
+}

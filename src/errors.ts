@@ -30,6 +30,12 @@ export class AppError extends Error {
 export const badRequest = (message: string) => new AppError('BAD_REQUEST', message);
 export const unprocessable = (message: string) => new AppError('UNPROCESSABLE', message);
 export const notFound = (message = 'Not found') => new AppError('NOT_FOUND', message);
+/**
+ * `Webhook endpoint not found: <id>`: a 404 naming what was asked for (at most 100 characters of
+ * it). Not for the application API, whose not-found messages are exact forms (contract §5.4).
+ */
+export const notFoundNamed = (what: string, id: string) =>
+  notFound(`${what} not found: ${id.length > 100 ? `${id.slice(0, 100)}…` : id}`);
 export const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
 export const unavailable = () => new AppError('UNAVAILABLE', 'Service unavailable');
 

@@ -3,7 +3,7 @@ import type { Context } from 'hono';
 import type { PointsSystemRow } from '../catalog/snapshot';
 import { pointsBoosts, pointsLevels, pointsSystems, pointsTriggers } from '../db/schema';
 import type { Deps } from '../deps';
-import { notFound } from '../errors';
+import { notFoundNamed } from '../errors';
 import type { BulkResource } from '../http/routes/admin/bulk';
 import { isUuid } from '../http/routes/admin/bulk';
 import { z } from '../zod';
@@ -86,7 +86,7 @@ export const systemIdOf = (c: Context) => c.req.param('systemId') ?? '';
 /** Parent check of nested routes: an unknown or deleted `{systemId}` is 404 for every method. */
 export async function requirePointsSystem(deps: Deps, c: Context): Promise<void> {
   const id = systemIdOf(c);
-  if (!isUuid(id) || !(await findPointsSystem(deps, id))) throw notFound('Points system not found');
+  if (!isUuid(id) || !(await findPointsSystem(deps, id))) throw notFoundNamed('Points system', id);
 }
 
 export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSystem>> = {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { and, desc, eq, gte } from 'drizzle-orm';
+import { and, desc, eq, gte, isNotNull } from 'drizzle-orm';
 import type { WebhookEndpointRow } from '../catalog/snapshot';
 import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
@@ -36,6 +36,13 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+/**
+ * Values of the delivery log's `status` filter: the contract's statuses plus `retrying`, Laurel's
+ * name for the pending deliveries whose last attempt failed (their `status` stays `pending` until
+ * every retry is spent, admin-api §14).
+ */
+export const DELIVERY_FILTERS = [...DELIVERY_STATUSES, 'retrying'] as const;
+export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number];
 
 const WebhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES).openapi('WebhookEventType');
 
@@ -191,7 +198,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
 export async function listWebhookDeliveries(
   deps: Deps,
   endpointId: string,
-  page: { limit: number; skip: number; status?: (typeof DELIVERY_STATUSES)[number] },
+  page: { limit: number; skip: number; status?: DeliveryFilter },
 ) {
   const since = new Date(deps.clock.now() - deps.config.WEBHOOK_RETENTION_DAYS * 86_400_000);
   const rows = await deps.db
@@ -201,7 +208,11 @@ export async function listWebhookDeliveries(
       and(
         eq(webhookDeliveries.endpointId, endpointId),
         gte(webhookDeliveries.created, since),
-        page.status ? eq(webhookDeliveries.status, page.status) : undefined,
+        page.status === 'retrying'
+          ? and(eq(webhookDeliveries.status, 'pending'), isNotNull(webhookDeliveries.lastError))
+          : page.status
+            ? eq(webhookDeliveries.status, page.status)
+            : undefined,
       ),
     )
     .orderBy(desc(webhookDeliveries.created), desc(webhookDeliveries.id))
@@ -220,4 +231,48 @@ export async function listWebhookDeliveries(
     created: iso(d.created),
     payload: d.payload,
   }));
+}
+
+export interface EndpointHealth {
+  /** Pending deliveries whose last attempt failed (they will be retried). */
+  retrying: number;
+  /** Deliveries that failed for good within the last `FAILING_WINDOW_MS`. */
+  failed: number;
+  lastFailureAt: Date | null;
+  lastError: string | null;
+}
+
+/** How far back a delivery that failed for good still marks its endpoint as failing. */
+export const FAILING_WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * Endpoints with deliveries in retry or recently failed, by endpoint id; an endpoint that is not in
+ * the map has no failure to show. Reads only deliveries that carry an error.
+ */
+export async function webhookEndpointHealth(deps: Deps): Promise<Map<string, EndpointHealth>> {
+  const since = new Date(deps.clock.now() - FAILING_WINDOW_MS).toISOString();
+  const rows = await deps.sql<
+    Array<{
+      endpoint_id: string;
+      retrying: number;
+      failed: number;
+      last_at: Date | null;
+      last_error: string | null;
+    }>
+  >`
+    select endpoint_id,
+           count(*) filter (where status = 'pending')::int as retrying,
+           count(*) filter (where status = 'failed')::int as failed,
+           max(last_attempt_at) as last_at,
+           (array_agg(last_error order by last_attempt_at desc nulls last))[1] as last_error
+      from webhook_deliveries
+     where last_error is not null
+       and (status = 'pending' or (status = 'failed' and last_attempt_at >= ${since}::timestamptz))
+     group by endpoint_id`;
+  return new Map(
+    rows.map((r) => [
+      r.endpoint_id,
+      { retrying: r.retrying, failed: r.failed, lastFailureAt: r.last_at, lastError: r.last_error },
+    ]),
+  );
 }

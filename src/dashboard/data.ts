@@ -1,7 +1,7 @@
 // Every read the dashboard makes of user state and history, in one place, so these can be swapped
 // for shared read functions of the application API as those land.
 import { and, desc, eq, gte } from 'drizzle-orm';
-import { events, webhookDeliveries } from '../db/schema';
+import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
 import { fromMicros } from '../engine/decimal';
@@ -24,7 +24,7 @@ export interface RecentEvent {
   metricId: string;
   value: number;
   at: number;
-  /** Points added per system and achievements completed; only known while the record is in the outbox. */
+  /** Points added over every system (from the history, or from the outbox record not stored yet). */
   points?: number;
   achievements?: number;
 }
@@ -99,7 +99,55 @@ export async function recentEvents(deps: Deps, limit = 15, perShard = 10): Promi
     });
   }
   for (const e of pending) byId.set(e.id, e);
-  return [...byId.values()].sort((a, b) => b.at - a.at).slice(0, limit);
+  const shown = [...byId.values()].sort((a, b) => b.at - a.at).slice(0, limit);
+  const points = await eventPoints(
+    deps,
+    shown.filter((e) => e.points === undefined),
+  );
+  for (const e of shown) if (e.points === undefined) e.points = points.get(e.id) ?? 0;
+  return shown;
+}
+
+/**
+ * Points awarded per stored event, summed over every system. The user ids narrow the read to the
+ * (user_id, system_id, created) index; events without awards are absent from the map.
+ */
+async function eventPoints(deps: Deps, list: RecentEvent[]): Promise<Map<string, number>> {
+  if (!list.length) return new Map();
+  const rows = await deps.sql<Array<{ event_id: string; points: string }>>`
+    select event_id, sum(awarded) as points from points_awards
+     where user_id = any(${deps.sql.array([...new Set(list.map((e) => e.userId))])})
+       and event_id = any(${deps.sql.array(list.map((e) => e.id))}::uuid[])
+     group by event_id`;
+  return new Map(rows.map((r) => [r.event_id, Number(r.points)]));
+}
+
+/**
+ * How far the history writer is behind: the age of the oldest outbox record not yet stored (0 when
+ * the outbox is empty) and how many records wait. Stream ids carry Redis' clock, so the age is
+ * measured against the wall clock, not the (possibly simulated) application clock.
+ */
+export async function historyBacklog(deps: Deps): Promise<{ records: number; oldestAgeMs: number }> {
+  let records = 0;
+  let oldest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < deps.keys.shards; i += 64) {
+    const shards = Array.from({ length: Math.min(64, deps.keys.shards - i) }, (_, j) => i + j);
+    const replies = await Promise.all(
+      shards.map(async (s) => {
+        const key = deps.keys.outbox(s);
+        const [len, first] = await Promise.all([
+          deps.redis.xlen(key),
+          deps.redis.xrange(key, '-', '+', 'COUNT', 1),
+        ]);
+        return { len, at: first[0] ? Number(first[0][0].split('-')[0]) : Number.POSITIVE_INFINITY };
+      }),
+    );
+    for (const r of replies) {
+      records += r.len;
+      oldest = Math.min(oldest, r.at);
+    }
+  }
+  return { records, oldestAgeMs: records && Number.isFinite(oldest) ? Math.max(0, Date.now() - oldest) : 0 };
 }
 
 /** Events per minute over the last `minutes` minutes (oldest first), from history and outbox. */
@@ -236,6 +284,11 @@ export async function userNames(deps: Deps, ids: string[]): Promise<Map<string, 
   return new Map(ids.flatMap((id, i) => (names[i] ? [[id, names[i]!] as [string, string]] : [])));
 }
 
+/** Users ranked in one run of a board, over every breakdown group (HLEN of its members hash, O(1)). */
+export async function participantCount(deps: Deps, boardId: string, runStart: string): Promise<number> {
+  return deps.redis.hlen(deps.keys.board(boardId).members(runStart));
+}
+
 /** Breakdown groups that have members in one run (a board's members hash, ≤ maxParticipants per group). */
 export async function runGroups(deps: Deps, boardId: string, runStart: string): Promise<Map<string, number>> {
   const members = await deps.redis.hvals(deps.keys.board(boardId).members(runStart));
@@ -258,4 +311,49 @@ export async function redeliver(deps: Deps, endpointId: string, deliveryId: stri
     .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.endpointId, endpointId)))
     .returning({ id: webhookDeliveries.id });
   return rows.length > 0;
+}
+
+export interface UserListItem {
+  id: string;
+  name: string | null;
+  email: string | null;
+  created: Date;
+}
+
+/**
+ * Users from the history, newest first, optionally only those whose id, name or e-mail contains
+ * `search` (case-insensitive). Returns one more than `limit` when a next page exists.
+ */
+export async function listUsers(
+  deps: Deps,
+  opts: { search: string; limit: number; offset: number },
+): Promise<UserListItem[]> {
+  const { sql } = deps;
+  const like = `%${opts.search.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+  const where = opts.search
+    ? sql`where id ilike ${like} or name ilike ${like} or email ilike ${like}`
+    : sql``;
+  return sql<UserListItem[]>`
+    select id, name, email, created from users ${where}
+     order by created desc, id desc limit ${opts.limit + 1} offset ${opts.offset}`;
+}
+
+/** A user's latest stored events, newest first. */
+export async function userEvents(deps: Deps, userId: string, limit = 20) {
+  return deps.db
+    .select()
+    .from(events)
+    .where(eq(events.userId, userId))
+    .orderBy(desc(events.created), desc(events.seq))
+    .limit(limit);
+}
+
+/** A user's latest stored points awards (every system), newest first. */
+export async function userAwards(deps: Deps, userId: string, limit = 20) {
+  return deps.db
+    .select()
+    .from(pointsAwards)
+    .where(eq(pointsAwards.userId, userId))
+    .orderBy(desc(pointsAwards.created), desc(pointsAwards.seq), desc(pointsAwards.pos))
+    .limit(limit);
 }

@@ -51,6 +51,7 @@ export const Layout: FC<
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{`${props.title} · Laurel`}</title>
+      <link rel="icon" href="/favicon.ico" type="image/svg+xml" />
       <link rel="stylesheet" href="/dashboard/assets/style.css" />
     </head>
     <body>
@@ -159,12 +160,15 @@ export const TextArea: FC<FieldProps> = (p) => (
   </FieldWrap>
 );
 
+const MULTI_SELECT_HINT = 'Hold Ctrl (⌘ on a Mac) and click to pick several, or to unpick one.';
+
 export const Select: FC<
   FieldProps & { options: Array<[string, string]>; def?: string; multiple?: boolean; blank?: string }
 > = (p) => {
   const chosen = p.multiple ? valuesOf(p.form, p.name) : [fieldValue(p.form, p.name, p.def)];
+  const hint = p.hint ?? (p.multiple ? MULTI_SELECT_HINT : undefined);
   return (
-    <FieldWrap {...p}>
+    <FieldWrap {...p} hint={hint}>
       <select id={`f-${p.name}`} name={p.name} multiple={p.multiple}>
         {p.blank !== undefined ? <option value="">{p.blank}</option> : null}
         {p.options.map(([v, l]) => (
@@ -241,4 +245,14 @@ export function when(t: string | number | Date | null | undefined): string {
   const d = new Date(t);
   if (Number.isNaN(d.getTime())) return String(t);
   return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** "1 freeze", "2 freezes": a count with its noun in the right number (`plural` when not just +s). */
+export const count = (n: number, noun: string, plural = `${noun}s`) => `${fmt(n)} ${n === 1 ? noun : plural}`;
+
+/** "Every day", "Every 3 days", "Every lesson": `plural` is the plural noun, e.g. "days" or "Lessons". */
+export function every(n: number, plural: string): string {
+  const lower = plural.toLowerCase();
+  if (n !== 1) return `Every ${fmt(n)} ${lower}`;
+  return `Every ${/[^s]s$/.test(lower) ? lower.slice(0, -1) : lower}`;
 }

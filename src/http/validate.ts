@@ -10,7 +10,7 @@ function describe(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
     const input = (issue as { input?: unknown }).input;
     if (input === undefined || input === null) return `${where} is required`;
-    return `${where} must be ${issue.expected === 'array' ? 'an array' : `a ${issue.expected}`}`;
+    return `${where} must be ${issue.expected === 'array' ? 'an array' : `${/^[aeiou]/.test(String(issue.expected)) ? 'an' : 'a'} ${issue.expected}`}`;
   }
   return `${where}: ${issue.message}`;
 }

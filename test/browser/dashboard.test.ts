@@ -2,6 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { webhookDeliveries } from '../../src/db/schema';
+import { HistoryWriter } from '../../src/workers/history-writer';
 import { createTestServer, type TestServer } from '../helpers/server';
 
 // Drives Debian's chromium against a real Laurel on a socket. No browser download: when
@@ -266,6 +268,113 @@ describe('dashboard in a browser', () => {
     await go('/dashboard');
     await expect(page.locator('#recent-events tbody tr').count()).resolves.toBeGreaterThan(0);
     await shot('overview');
+  });
+
+  it('lists and searches users, and shows a user’s recent events and point awards', async () => {
+    const writer = new HistoryWriter(t.deps, { consumer: 'browser' });
+    while ((await writer.drainOnce()) > 0) {}
+    await go('/dashboard/users');
+    const ids = () => page.locator('#users tbody tr td:first-child code').allTextContents();
+    // Newest first: erin's first event came last.
+    await expect(ids()).resolves.toEqual(['erin', 'carol', 'bob', 'dave', 'alice']);
+    await shot('users');
+    await page.fill('#f-q', 'okafor');
+    await page.click('#user-search button[type=submit]');
+    await expect(ids()).resolves.toEqual(['dave']);
+    await page.click('#users a:has-text("dave")');
+    await page.waitForURL(/\/dashboard\/users\?id=dave/);
+    await expect(page.locator('#user-events tbody tr').count()).resolves.toBe(5);
+    await expect(page.locator('#user-awards tbody tr').first().textContent()).resolves.toContain('+');
+    await shot('user-history');
+  });
+
+  it('shows participants per leaderboard and only the fields of the chosen trigger type', async () => {
+    await go('/dashboard/leaderboards');
+    await expect(page.locator('[data-participants=xp-champions]').textContent()).resolves.toBe('5');
+    await expect(page.locator('[data-field=breakdownAttributes] .hint').textContent()).resolves.toContain(
+      'Ctrl (⌘ on a Mac)',
+    );
+    const systems = await t.admin('GET', '/points');
+    await go(`/dashboard/points/${systems.body[0].id}`);
+    const visible = (name: string) => page.locator(`#trigger-form [data-field=${name}]`).isVisible();
+    await page.selectOption('#trigger-form [name=type]', 'time');
+    await expect(visible('timeInterval')).resolves.toBe(true);
+    await expect(visible('timeUnit')).resolves.toBe(true);
+    await expect(visible('metricId')).resolves.toBe(false);
+    await expect(visible('achievementId')).resolves.toBe(false);
+    await expect(visible('streakLength')).resolves.toBe(false);
+    await page.locator('#trigger-form').screenshot({ path: `${SHOTS}trigger-form-time.png` });
+    await page.selectOption('#trigger-form [name=type]', 'user_creation');
+    for (const f of ['metricId', 'metricThreshold', 'achievementId', 'streakLength', 'timeInterval']) {
+      await expect(visible(f), f).resolves.toBe(false);
+    }
+    await page.selectOption('#trigger-form [name=type]', 'metric');
+    await expect(visible('metricId')).resolves.toBe(true);
+    await expect(visible('metricThreshold')).resolves.toBe(true);
+    await expect(visible('timeInterval')).resolves.toBe(false);
+    // The triggers table reads as English ("Every 1 Lessons" before).
+    await expect(page.content()).resolves.not.toMatch(/Every 1 /);
+  });
+
+  it('shows failing webhook endpoints, deliveries in retry, history points and warnings on the overview', async () => {
+    const created = await t.admin('POST', '/webhooks', [
+      { url: 'https://hooks.example.com/laurel', eventTypes: ['points.changed'] },
+      { url: 'https://ok.example.com/laurel', eventTypes: ['points.changed'] },
+    ]);
+    const failing = created.body.created[0].id;
+    const now = new Date(t.clock.now());
+    await t.deps.db.insert(webhookDeliveries).values({
+      endpointId: failing,
+      eventId: 'evt-1',
+      type: 'points.changed',
+      payload: {},
+      status: 'pending',
+      attempts: 3,
+      lastAttemptAt: now,
+      nextAttemptAt: new Date(t.clock.now() + 240_000),
+      lastStatusCode: 503,
+      lastError: 'HTTP 503',
+      created: now,
+    });
+    await go('/dashboard/webhooks');
+    await expect(
+      page.locator('[data-endpoint-state="https://hooks.example.com/laurel"] .badge').textContent(),
+    ).resolves.toBe('failing');
+    await expect(
+      page.locator('[data-endpoint-state="https://ok.example.com/laurel"] .badge').textContent(),
+    ).resolves.toBe('active');
+    await shot('webhooks');
+    await page.click('[data-endpoint-state="https://hooks.example.com/laurel"] a');
+    await expect(page.locator('.badge.retrying').count()).resolves.toBe(1);
+    await shot('webhook-deliveries');
+    await go('/dashboard');
+    await expect(page.locator('[data-warning=webhooks]').textContent()).resolves.toContain(
+      '1 webhook endpoint is failing',
+    );
+    // Every event is in the history by now (the outbox is empty); its points still show.
+    const points = await page.locator('#recent-events tbody tr td:last-child').allTextContents();
+    expect(points.some((p) => p.startsWith('+'))).toBe(true);
+    await shot('overview-warnings');
+  });
+
+  it('serves a favicon, leads from / to the dashboard, and opens /docs/ with a trailing slash', async () => {
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+    });
+    await page.goto(`${origin}/`);
+    await page.waitForURL(`${origin}/dashboard`);
+    await page.waitForLoadState('networkidle');
+    page.removeAllListeners('console');
+    page.removeAllListeners('response');
+    expect(problems).toEqual([]);
+    // The reference page itself may try an online validator (no network here): only its URL is checked.
+    await page.goto(`${origin}/docs/`);
+    await page.waitForURL(`${origin}/docs`);
+    await page.locator('#swagger-ui').waitFor({ state: 'attached' });
   });
 
   it('creates an application key that is shown once, then revokes it', async () => {

@@ -117,7 +117,7 @@ describe('admin points boosts', () => {
           : undefined;
     const res = await t.admin(method, `/points/${UNKNOWN}/boosts${suffix}`, body);
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: 'Points system not found' });
+    expect(res.body).toEqual({ error: `Points system not found: ${UNKNOWN}` });
   });
 
   it.each([

@@ -131,7 +131,7 @@ describe('admin points levels', () => {
           : undefined;
     const res = await t.admin(method, `/points/${UNKNOWN}/levels${suffix}`, body);
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: 'Points system not found' });
+    expect(res.body).toEqual({ error: `Points system not found: ${UNKNOWN}` });
   });
 
   it.each([

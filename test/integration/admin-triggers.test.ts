@@ -110,7 +110,7 @@ describe('admin points triggers', () => {
     for (const systemId of [UNKNOWN, 'not-a-uuid']) {
       const res = await t.admin(method, `/points/${systemId}/triggers${suffix}`, body);
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ error: 'Points system not found' });
+      expect(res.body).toEqual({ error: `Points system not found: ${systemId}` });
     }
   });
 

@@ -58,6 +58,6 @@ describe('configuration cache across processes', () => {
     expect((await t.app.request('/admin/v1/metrics', { headers: { 'X-API-KEY': k.key } })).status).toBe(401);
     await within(1000, async () => (await status()) === 401);
     const res = await otherApp.request('/admin/v1/metrics', { headers: { 'X-API-KEY': k.key } });
-    expect(await res.json()).toEqual({ error: 'Invalid API key' });
+    expect(await res.json()).toEqual({ error: 'This API key was revoked' });
   });
 });

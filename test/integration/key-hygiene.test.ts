@@ -68,9 +68,15 @@ const secretsOf = (key: string) => [key, parseApiKey(key)?.secret ?? key];
 describe('key hygiene', () => {
   it('answers 401 to a key of the wrong kind on both APIs, and to revoked, unknown and malformed keys', async () => {
     const appOnAdmin = await call('GET', '/admin/v1/metrics', t.appKey);
-    expect([appOnAdmin.status, JSON.parse(appOnAdmin.text)]).toEqual([401, { error: 'Invalid API key' }]);
+    expect([appOnAdmin.status, JSON.parse(appOnAdmin.text)]).toEqual([
+      401,
+      { error: 'This is an application key; the admin API (/admin/v1) needs an admin key' },
+    ]);
     const adminOnApp = await call('GET', '/v1/achievements', t.adminKey);
-    expect([adminOnApp.status, JSON.parse(adminOnApp.text)]).toEqual([401, { error: 'Invalid API key' }]);
+    expect([adminOnApp.status, JSON.parse(adminOnApp.text)]).toEqual([
+      401,
+      { error: 'This is an admin key; the application API (/v1, /api) needs an application key' },
+    ]);
     const adminEvent = await call(
       'POST',
       '/v1/metrics/m/event',

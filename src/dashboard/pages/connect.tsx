@@ -1,10 +1,13 @@
 import type { Hono } from 'hono';
 import { apiKeysResource } from '../../admin/api-keys';
 import {
-  DELIVERY_STATUSES,
+  DELIVERY_FILTERS,
+  type DeliveryFilter,
+  type EndpointHealth,
   findWebhookEndpoint,
   listWebhookDeliveries,
   WEBHOOK_EVENT_TYPES,
+  webhookEndpointHealth,
   webhooksResource,
 } from '../../admin/webhooks';
 import type { Deps } from '../../deps';
@@ -46,13 +49,40 @@ const Secret = (p: { title: string; value: string; note: string }) => (
 
 // ---------------------------------------------------------------- webhooks
 
+/** An enabled endpoint with deliveries in retry or failed in the last 24 h is shown as failing. */
+const EndpointState = (p: { enabled: boolean; health: EndpointHealth | undefined; href: string }) => {
+  if (!p.enabled) return <Status s="inactive" />;
+  const h = p.health;
+  if (!h) return <Status s="active" />;
+  const parts = [
+    h.retrying ? `${fmt(h.retrying)} retrying` : '',
+    h.failed ? `${fmt(h.failed)} failed in 24 h` : '',
+  ].filter(Boolean);
+  return (
+    <div class="warn-cell">
+      <span class="badge failing">failing</span>
+      <div class="sub">
+        <a href={`${p.href}?status=${h.retrying ? 'retrying' : 'failed'}`}>{parts.join(', ')}</a>
+        {h.lastError ? ` · last: ${h.lastError.slice(0, 80)}` : ''}
+      </div>
+    </div>
+  );
+};
+
+/** A pending delivery whose last attempt failed is shown as retrying (its status stays `pending`). */
+const deliveryState = (d: { status: string; lastError: string | null }) =>
+  d.status === 'pending' && d.lastError !== null ? 'retrying' : d.status;
+
 async function webhooksPage(
   deps: Deps,
   ctx: PageCtx,
   form: FormState,
   created?: { url: string; secret: string },
 ) {
-  const rows = await webhooksResource.list(deps, ALL, undefined as never);
+  const [rows, health] = await Promise.all([
+    webhooksResource.list(deps, ALL, undefined as never),
+    webhookEndpointHealth(deps),
+  ]);
   const chosen = new Set(
     Array.isArray(form.values.eventTypes)
       ? form.values.eventTypes
@@ -98,8 +128,12 @@ async function webhooksPage(
                       ? 'All events'
                       : w.eventTypes.join(', ')}
                   </td>
-                  <td>
-                    <Status s={w.enabled ? 'active' : 'inactive'} />
+                  <td data-endpoint-state={w.url}>
+                    <EndpointState
+                      enabled={w.enabled}
+                      health={health.get(w.id)}
+                      href={`/dashboard/webhooks/${w.id}`}
+                    />
                   </td>
                   <td>
                     <div class="actions">
@@ -159,8 +193,8 @@ async function webhooksPage(
 async function deliveriesPage(deps: Deps, ctx: PageCtx, id: string, status: string | undefined) {
   const endpoint = isUuid(id) ? await findWebhookEndpoint(deps, id) : undefined;
   if (!endpoint) throw notFound('Webhook endpoint not found');
-  const filter = (DELIVERY_STATUSES as readonly string[]).includes(status ?? '')
-    ? (status as (typeof DELIVERY_STATUSES)[number])
+  const filter = (DELIVERY_FILTERS as readonly string[]).includes(status ?? '')
+    ? (status as DeliveryFilter)
     : undefined;
   const rows = await listWebhookDeliveries(deps, id, {
     limit: 100,
@@ -180,7 +214,7 @@ async function deliveriesPage(deps: Deps, ctx: PageCtx, id: string, status: stri
           <a href={`/dashboard/webhooks/${id}`} class={filter ? '' : 'on'}>
             All
           </a>
-          {DELIVERY_STATUSES.map((s) => (
+          {DELIVERY_FILTERS.map((s) => (
             <a href={`/dashboard/webhooks/${id}?status=${s}`} class={filter === s ? 'on' : ''}>
               {s}
             </a>
@@ -208,14 +242,17 @@ async function deliveriesPage(deps: Deps, ctx: PageCtx, id: string, status: stri
                   </td>
                   <td>{when(d.created)}</td>
                   <td>
-                    <Status s={d.status} />
+                    <Status s={deliveryState(d)} />
                   </td>
                   <td class="num">{fmt(d.attempts)}</td>
                   <td>{when(d.lastAttemptAt)}</td>
                   <td>
-                    {d.lastStatusCode
-                      ? `HTTP ${d.lastStatusCode}`
-                      : (d.lastError ?? (d.status === 'pending' ? `next ${when(d.nextAttemptAt)}` : '–'))}
+                    {d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : (d.lastError ?? '–')}
+                    {d.status === 'pending' && d.nextAttemptAt ? (
+                      <div class="sub">
+                        {d.lastError ? 'retry' : 'next attempt'} {when(d.nextAttemptAt)}
+                      </div>
+                    ) : null}
                   </td>
                   <td class="num">
                     {d.status !== 'pending' ? (

@@ -5,7 +5,7 @@ import { utcDate } from '../../engine/leaderboard-status';
 import { decodeGroup, rankingsWindow, runForRead } from '../../engine/leaderboards';
 import { runByIndex } from '../../engine/runs';
 import { notFound } from '../../errors';
-import { runGroups, userNames } from '../data';
+import { participantCount, runGroups, userNames } from '../data';
 import { adminCtx, attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import {
@@ -23,6 +23,7 @@ import {
   Stat,
   Status,
   TextArea,
+  every,
 } from '../ui';
 
 const ALL = { limit: 1000, skip: 0 };
@@ -67,6 +68,15 @@ const runLabel = (r: { start: string; end: string | null }) => `${r.start} → $
 async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const rows = await leaderboardsResource.list(deps, ALL, undefined as never);
   const snap = deps.catalog.snapshot;
+  const now = deps.clock.now();
+  const participants = new Map(
+    await Promise.all(
+      rows.map(async (r): Promise<[string, number | null]> => {
+        const b = snap.leaderboardsById.get(r.id);
+        return [r.id, b ? await participantCount(deps, b.id, runForRead(b, now, utcDate(now)).start) : null];
+      }),
+    ),
+  );
   const ranks = (b: (typeof rows)[number]) =>
     b.rankBy === 'metric'
       ? (snap.metricsById.get(b.metricId ?? '')?.name ?? 'metric')
@@ -88,6 +98,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               <tr>
                 <th>Leaderboard</th>
                 <th>Ranks by</th>
+                <th class="num">Participants</th>
                 <th>Runs</th>
                 <th>Dates</th>
                 <th>Status</th>
@@ -106,11 +117,10 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
                     </div>
                   </td>
                   <td>{ranks(b)}</td>
-                  <td>
-                    {b.runUnit
-                      ? `Every ${b.runInterval} ${b.runUnit}${b.runInterval > 1 ? 's' : ''}`
-                      : 'One run'}
+                  <td class="num" data-participants={b.key} title="Users ranked in the current run">
+                    {fmt(participants.get(b.id))}
                   </td>
+                  <td>{b.runUnit ? every(b.runInterval ?? 1, `${b.runUnit}s`) : 'One run'}</td>
                   <td>
                     {b.start} → {b.end ?? 'no end'}
                   </td>

@@ -23,6 +23,7 @@ import {
   Stat,
   Status,
   TextArea,
+  every,
 } from '../ui';
 
 const ALL = { limit: 1000, skip: 0 };
@@ -136,14 +137,16 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
   const base = `/dashboard/points/${id}`;
   const describe = (t: (typeof triggers)[number]) => {
     switch (t.type) {
-      case 'metric':
-        return `Every ${fmt(t.metricThreshold)} ${snap.metricsById.get(t.metricId ?? '')?.name ?? 'metric'}`;
+      case 'metric': {
+        const m = snap.metricsById.get(t.metricId ?? '');
+        return every(t.metricThreshold ?? 1, m?.units || m?.name || 'metric events');
+      }
       case 'achievement':
         return `Completing ${snap.achievementsById.get(t.achievementId ?? '')?.name ?? 'an achievement'}`;
       case 'streak':
-        return `Every ${t.streakLength} periods of streak`;
+        return every(t.streakLength ?? 1, 'streak periods');
       case 'time':
-        return `Every ${t.timeInterval} ${t.timeUnit}`;
+        return every(t.timeInterval ?? 1, t.timeUnit ?? 'days');
       default:
         return 'When a user is created';
     }

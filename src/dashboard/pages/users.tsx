@@ -6,43 +6,113 @@ import { localDate, periodBounds, periodIndex } from '../../engine/periods';
 import { storedPeriods } from '../../engine/streak-view';
 import { levelOf } from '../../http/presenters';
 import { LineChart, type StreakCell, StreakStrip } from '../charts';
-import { userState } from '../data';
+import { listUsers, userAwards, userEvents, userState } from '../data';
+import { fromMicros } from '../../engine/decimal';
 import { pageCtx } from '../forms';
 import type { DashEnv } from '../session';
-import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
+import { count, Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
 const HISTORY_PERIODS = 42;
 
-const Lookup = (p: { id: string }) => (
-  <form method="get" action="/dashboard/users" class="card" style="display:flex;gap:10px;align-items:end">
+const PAGE_SIZE = 25;
+
+const Lookup = (p: { q: string }) => (
+  <form
+    method="get"
+    action="/dashboard/users"
+    class="card"
+    id="user-search"
+    style="display:flex;gap:10px;align-items:end"
+  >
     <div class="field" style="flex:1">
-      <label for="f-id">User id</label>
+      <label for="f-q">Search users</label>
       <input
-        id="f-id"
-        name="id"
+        id="f-q"
+        name="q"
         type="search"
-        value={p.id}
-        placeholder="The id your application uses for the user"
+        value={p.q}
+        placeholder="Part of an id, a name or an e-mail address"
       />
     </div>
-    <button type="submit">Look up</button>
+    <button type="submit">Search</button>
   </form>
 );
 
+const userHref = (id: string) => `/dashboard/users?id=${encodeURIComponent(id)}`;
+
+/** Every user, newest first, or those matching the search; paged. */
+async function userListPage(deps: Deps, ctx: PageCtx, q: string, page: number) {
+  const rows = await listUsers(deps, { search: q, limit: PAGE_SIZE, offset: page * PAGE_SIZE });
+  const more = rows.length > PAGE_SIZE;
+  const shown = rows.slice(0, PAGE_SIZE);
+  const pageHref = (n: number) =>
+    `/dashboard/users?${new URLSearchParams({ ...(q ? { q } : {}), page: String(n) }).toString()}`;
+  return (
+    <Layout
+      title="Users"
+      active="/dashboard/users"
+      ctx={ctx}
+      sub="Users your application has sent, newest first. Search by id, name or e-mail."
+    >
+      <Lookup q={q} />
+      <div class="card">
+        {shown.length ? (
+          <table id="users">
+            <thead>
+              <tr>
+                <th>Id</th>
+                <th>Name</th>
+                <th>E-mail</th>
+                <th>Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((u) => (
+                <tr>
+                  <td>
+                    <a href={userHref(u.id)}>
+                      <code>{u.id}</code>
+                    </a>
+                  </td>
+                  <td>{u.name ?? '–'}</td>
+                  <td>{u.email ?? '–'}</td>
+                  <td>{when(u.created)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>
+            {q
+              ? `No user whose id, name or e-mail contains “${q}”.`
+              : 'No users yet. Users are created by their first event or identification.'}
+          </Empty>
+        )}
+        {page > 0 || more ? (
+          <div class="pager" style="display:flex;gap:14px;margin-top:12px">
+            {page > 0 ? (
+              <a href={pageHref(page - 1)} rel="prev">
+                ← Newer
+              </a>
+            ) : null}
+            <span class="sub">Page {page + 1}</span>
+            {more ? (
+              <a href={pageHref(page + 1)} rel="next">
+                Older →
+              </a>
+            ) : null}
+          </div>
+        ) : null}
+        <p class="sub" style="margin-top:10px">
+          The list comes from the history, which the history writer fills a moment after each event.
+        </p>
+      </div>
+    </Layout>
+  );
+}
+
 async function userPage(deps: Deps, ctx: PageCtx, id: string) {
   const snap = deps.catalog.snapshot;
-  if (!id) {
-    return (
-      <Layout
-        title="Users"
-        active="/dashboard/users"
-        ctx={ctx}
-        sub="Look a user up by the id your application sends."
-      >
-        <Lookup id="" />
-      </Layout>
-    );
-  }
   const state = await userState(
     deps,
     id,
@@ -56,7 +126,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
         ctx={ctx}
         sub="Look a user up by the id your application sends."
       >
-        <Lookup id={id} />
+        <Lookup q={id} />
         <div class="card">
           <Empty>No user with the id “{id}”. Users are created by their first event or identification.</Empty>
         </div>
@@ -84,6 +154,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
   const streakEpochMatches = Number(state.streak.epoch ?? -1) === cfg.epoch;
   const streakLength = cfg.enabled && streakEpochMatches ? Number(state.streak.length ?? 0) : 0;
 
+  const [recentEvents, recentAwards] = await Promise.all([userEvents(deps, id), userAwards(deps, id)]);
   const boards = snap.leaderboards.filter((b) => leaderboardStatus(b, now) !== 'inactive');
   const standings = await Promise.all(
     boards.map(async (b) => {
@@ -98,7 +169,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
 
   return (
     <Layout title={p.name || id} active="/dashboard/users" ctx={ctx} sub={p.name ? `User ${id}` : 'User'}>
-      <Lookup id={id} />
+      <Lookup q="" />
       <div class="stats">
         {snap.systems.map((s) => {
           const total = state.points.get(s.id) ?? 0;
@@ -200,7 +271,7 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
               <p class="sub" style="margin-bottom:10px">
                 Current length {fmt(streakLength)}
                 {state.streak.started ? ` · since ${state.streak.started}` : ''}
-                {cfg.freezesEnabled ? ` · ${fmt(Number(state.streak.freezes ?? 0))} freezes left` : ''}
+                {cfg.freezesEnabled ? ` · ${count(Number(state.streak.freezes ?? 0), 'freeze')} left` : ''}
                 {state.streak.longest ? ` · longest ${fmt(Number(state.streak.longest))}` : ''}
               </p>
               <StreakStrip cells={cells} />
@@ -232,6 +303,65 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
             </table>
           ) : (
             <Empty>No achievements completed.</Empty>
+          )}
+        </div>
+      </div>
+
+      <div class="grid halves" style="margin-top:18px">
+        <div class="card">
+          <h2>Recent events</h2>
+          {recentEvents.length ? (
+            <table id="user-events">
+              <thead>
+                <tr>
+                  <th>Time</th>
+                  <th>Metric</th>
+                  <th class="num">Value</th>
+                  <th>Local date</th>
+                </tr>
+              </thead>
+              <tbody>
+                {recentEvents.map((e) => (
+                  <tr>
+                    <td>{when(e.created)}</td>
+                    <td>{snap.metricsById.get(e.metricId)?.name ?? 'Deleted metric'}</td>
+                    <td class="num">{fmt(fromMicros(e.valueMicros))}</td>
+                    <td>{e.localDate}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No events in the history yet.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>Point awards</h2>
+          {recentAwards.length ? (
+            <table id="user-awards">
+              <thead>
+                <tr>
+                  <th>Time</th>
+                  <th>Points system</th>
+                  <th>Trigger</th>
+                  <th class="num">Points</th>
+                  <th class="num">Total</th>
+                </tr>
+              </thead>
+              <tbody>
+                {recentAwards.map((a) => (
+                  <tr>
+                    <td>{when(a.created)}</td>
+                    <td>{snap.systemsById.get(a.systemId)?.name ?? 'Deleted system'}</td>
+                    <td>{snap.triggersById.get(a.triggerId)?.type ?? '–'}</td>
+                    <td class="num">{a.awarded >= 0 ? `+${fmt(a.awarded)}` : fmt(a.awarded)}</td>
+                    <td class="num">{fmt(a.total)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No points awarded yet.</Empty>
           )}
         </div>
       </div>
@@ -288,5 +418,18 @@ async function userPage(deps: Deps, ctx: PageCtx, id: string) {
 }
 
 export function mountUserPages(app: Hono<DashEnv>, deps: Deps): void {
-  app.get('/users', async (c) => c.html(await userPage(deps, pageCtx(c), (c.req.query('id') ?? '').trim())));
+  app.get('/users', async (c) => {
+    const id = (c.req.query('id') ?? '').trim();
+    if (id) return c.html(await userPage(deps, pageCtx(c), id));
+    const page = Number(c.req.query('page') ?? 0);
+    const q = (c.req.query('q') ?? '').replaceAll('\0', '').trim().slice(0, 255);
+    return c.html(
+      await userListPage(
+        deps,
+        pageCtx(c),
+        q,
+        Number.isSafeInteger(page) && page > 0 ? Math.min(page, 10_000) : 0,
+      ),
+    );
+  });
 }

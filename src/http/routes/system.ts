@@ -45,6 +45,14 @@ const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
+/** The dashboard's logo; browsers ask for /favicon.ico on every page, and accept an SVG there. */
+const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="32" height="32" viewBox="0 0 26 26">
+<circle cx="13" cy="13" r="12" fill="#2f6f4f"/>
+<path d="M8 17c2-6 6-9 10-9-1 4-4 8-10 9z" fill="#e6f2eb"/>
+<path d="M8 17l5-5" stroke="#2f6f4f" stroke-width="1.4"/>
+</svg>
+`;
+
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -60,6 +68,11 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 export function systemRoutes(deps: Deps, openApi: () => unknown) {
   const app = new Hono<AppEnv>();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // A person opening the server's address lands on the dashboard (which asks for a sign-in).
+  app.get('/', (c) => c.redirect('/dashboard', 302));
+  app.get('/favicon.ico', (c) =>
+    c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400' }),
+  );
   app.get('/readyz', async (c) => {
     try {
       await withTimeout(Promise.all([deps.redis.ping(), deps.sql`select 1`]), READY_TIMEOUT_MS);
@@ -74,6 +87,8 @@ export function systemRoutes(deps: Deps, openApi: () => unknown) {
   const assetDir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const assets = new Map<string, Promise<Buffer>>();
   app.get('/docs', (c) => c.html(DOCS_HTML));
+  // The page's URLs are relative to /docs; a relative redirect keeps working under a path prefix.
+  app.get('/docs/', (c) => c.redirect('../docs', 301));
   app.get('/docs/assets/:file', async (c) => {
     const file = c.req.param('file');
     const type = Object.hasOwn(DOC_ASSETS, file) ? DOC_ASSETS[file] : undefined;

@@ -3,7 +3,7 @@ import { z } from '../../../zod';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
-import { badRequest, notFound, unprocessable } from '../../../errors';
+import { badRequest, notFoundNamed, unprocessable } from '../../../errors';
 import type { AppEnv } from '../../env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryInt, queryList, readJson } from '../../validate';
@@ -138,7 +138,7 @@ export function mountBulk<Out>(
     await r.parent?.(deps, c);
     const id = c.req.param('id');
     const found = isUuid(id) ? await r.get(deps, id, c) : null;
-    if (!found) throw notFound(`${capitalise(r.name)} not found`);
+    if (!found) throw notFoundNamed(capitalise(r.name), id);
     return c.json(found as object);
   });
 

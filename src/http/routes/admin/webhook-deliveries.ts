@@ -1,12 +1,13 @@
 import type { Hono } from 'hono';
 import {
   AdminWebhookDeliverySchema,
-  DELIVERY_STATUSES,
+  DELIVERY_FILTERS,
+  type DeliveryFilter,
   findWebhookEndpoint,
   listWebhookDeliveries,
 } from '../../../admin/webhooks';
 import type { Deps } from '../../../deps';
-import { notFound, unprocessable } from '../../../errors';
+import { notFoundNamed, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
@@ -34,7 +35,10 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
       query: z.object({
         limit: z.number().int().min(1).max(100).optional(),
         skip: z.number().int().min(0).optional(),
-        status: z.enum(DELIVERY_STATUSES).optional(),
+        status: z
+          .enum(DELIVERY_FILTERS)
+          .optional()
+          .describe('`retrying`: pending deliveries whose last attempt failed (they will be retried)'),
       }),
     },
     responses: {
@@ -68,9 +72,10 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
     const id = c.req.param('id');
     const deliveryId = c.req.param('deliveryId');
     const endpoint = isUuid(id) ? await findWebhookEndpoint(deps, id) : undefined;
-    if (!endpoint) throw notFound('Webhook endpoint not found');
+    if (!endpoint) throw notFoundNamed('Webhook endpoint', id);
     if (!endpoint.enabled) throw unprocessable('The webhook endpoint is disabled');
-    if (!isUuid(deliveryId) || !(await redeliver(deps, id, deliveryId))) throw notFound('Delivery not found');
+    if (!isUuid(deliveryId) || !(await redeliver(deps, id, deliveryId)))
+      throw notFoundNamed('Delivery', deliveryId);
     const [shown] = (await listWebhookDeliveries(deps, id, { limit: 100, skip: 0 })).filter(
       (d) => d.id === deliveryId,
     );
@@ -79,15 +84,15 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
   app.get('/webhooks/:id/deliveries', async (c) => {
     const page = readPage(c);
     const status = queryOne(c, 'status');
-    if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
-      throw unprocessable('status must be pending, succeeded or failed');
+    if (status !== undefined && !(DELIVERY_FILTERS as readonly string[]).includes(status)) {
+      throw unprocessable('status must be pending, retrying, succeeded or failed');
     }
     const id = c.req.param('id');
-    if (!isUuid(id) || !(await findWebhookEndpoint(deps, id))) throw notFound('Webhook endpoint not found');
+    if (!isUuid(id) || !(await findWebhookEndpoint(deps, id))) throw notFoundNamed('Webhook endpoint', id);
     return c.json(
       await listWebhookDeliveries(deps, id, {
         ...page,
-        ...(status ? { status: status as (typeof DELIVERY_STATUSES)[number] } : {}),
+        ...(status ? { status: status as DeliveryFilter } : {}),
       }),
     );
   });
