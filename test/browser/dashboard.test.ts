@@ -243,6 +243,8 @@ describe('dashboard in a browser', () => {
   });
 
   it('shows rankings, the points histogram, achievements and the overview', async () => {
+    // The histogram and completion counts read indexes the history writer maintains: let it catch up.
+    await t.settle();
     await go('/dashboard/leaderboards');
     await shot('leaderboards');
     await page.click('a:has-text("XP champions")');
