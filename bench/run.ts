@@ -793,6 +793,15 @@ async function main() {
     await writeFile(file, json);
     await writeFile(`${RESULTS}latest.json`, json);
     console.log(`results: ${file}`);
+    if (opts.profile) {
+      // The worker first, so the API process's profile is the newest (what profile-summary reads).
+      await stopChild(laurel.worker);
+      for (const api of laurel.apis) await stopChild(api);
+      console.log(
+        `profiles in ${RESULTS}profiles/ (named with the pid): API ${laurel.apis.map((a) => a.proc.pid).join(', ')}, ` +
+          `worker ${laurel.worker.proc.pid}; the newest is the API's`,
+      );
+    }
   } finally {
     await cleanup();
   }
