@@ -11,7 +11,7 @@
  * databases, the throwaway cluster — is removed at the end, also on error or Ctrl-C.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
@@ -794,13 +794,21 @@ async function main() {
     await writeFile(`${RESULTS}latest.json`, json);
     console.log(`results: ${file}`);
     if (opts.profile) {
-      // The worker first, so the API process's profile is the newest (what profile-summary reads).
+      // Stopped here so their profiles are written now; each process writes one per thread (the main
+      // thread's is `.<pid>.0.`; the other is tsx's loader thread).
       await stopChild(laurel.worker);
       for (const api of laurel.apis) await stopChild(api);
-      console.log(
-        `profiles in ${RESULTS}profiles/ (named with the pid): API ${laurel.apis.map((a) => a.proc.pid).join(', ')}, ` +
-          `worker ${laurel.worker.proc.pid}; the newest is the API's`,
-      );
+      const files = await readdir(`${RESULTS}profiles`).catch(() => [] as string[]);
+      for (const [role, child] of [
+        ...laurel.apis.map((a) => ['API', a] as const),
+        ['worker', laurel.worker] as const,
+      ]) {
+        const main = files.find((f) => f.includes(`.${child.proc.pid}.0.`) && f.endsWith('.cpuprofile'));
+        if (main)
+          console.log(
+            `profile of the ${role} process: npx tsx bench/profile-summary.ts ${RESULTS}profiles/${main}`,
+          );
+      }
     }
   } finally {
     await cleanup();
