@@ -17,6 +17,8 @@ export interface Scenario {
   method: 'GET' | 'POST';
   /** The key in the CPU probe of the process that serves it (its CPU per request is reported). */
   server: string;
+  /** The key in the CPU probe of the Redis it uses; `redis` unless told. */
+  redis?: string;
   headers?: Record<string, string>;
   /** Path and body of the next request. */
   next: () => { path: string; body?: string };
@@ -25,6 +27,8 @@ export interface Scenario {
 export interface Measurement {
   name: string;
   url: string;
+  /** The fixed rate it ran at (requests per second over all connections); 0 = closed loop. */
+  rate: number;
   reqPerSec: number;
   p50: number;
   p90: number;
@@ -35,8 +39,12 @@ export interface Measurement {
   errors: number;
   timeouts: number;
   statusCodes: Record<string, number>;
+  /** Requests answered 2xx during the warm-up (not measured, but their side effects are real). */
+  warmupRequests: number;
   /** CPU used while measuring, in cores (1.0 = one core fully busy). */
   cpu: Record<string, number | null>;
+  /** CPU time per request, in µs, of every process (or the machine) the probe reports. */
+  cpuUs: Record<string, number | null>;
   /** CPU time per request, in µs, of the serving process and of Redis. */
   cpuUsPerRequest: { server: number | null; redis: number | null };
   /** Where Redis spent its time during the measured seconds (server-wide, so other clients show up too). */
@@ -74,7 +82,11 @@ export async function measure(
       },
     ],
   };
-  if (settings.warmup > 0) await autocannon({ ...base, duration: settings.warmup });
+  let warmupRequests = 0;
+  if (settings.warmup > 0) {
+    const warm = await autocannon({ ...base, duration: settings.warmup });
+    warmupRequests = Math.max(0, warm.requests.total - warm.non2xx);
+  }
   const [cpuBefore, commandsBefore] = await Promise.all([probes.cpu(), probes.commands()]);
   const started = process.hrtime.bigint();
   const res = await autocannon({ ...base, duration: settings.duration, title: scenario.name });
@@ -87,11 +99,14 @@ export async function measure(
     cpu[k] =
       after === null || before === null || before === undefined ? null : round((after - before) / wall, 2);
   }
+  const cpuUs: Record<string, number | null> = {};
+  for (const [k, cores] of Object.entries(cpu)) cpuUs[k] = perRequest(cores, res.requests.total, wall);
   const statusCodes: Record<string, number> = {};
   for (const [code, s] of Object.entries(res.statusCodeStats ?? {})) statusCodes[code] = Number(s.count);
   return {
     name: scenario.name,
     url: `${scenario.method} ${scenario.origins.join(',')}${first.path}`,
+    rate: settings.rate,
     reqPerSec: round(res.requests.average, 0),
     p50: res.latency.p50,
     p90: res.latency.p90,
@@ -102,10 +117,12 @@ export async function measure(
     errors: res.errors,
     timeouts: res.timeouts,
     statusCodes,
+    warmupRequests,
     cpu,
+    cpuUs,
     cpuUsPerRequest: {
-      server: perRequest(cpu[scenario.server], res.requests.total, wall),
-      redis: perRequest(cpu.redis, res.requests.total, wall),
+      server: cpuUs[scenario.server] ?? null,
+      redis: cpuUs[scenario.redis ?? 'redis'] ?? null,
     },
     redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests.total),
   };

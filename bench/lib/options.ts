@@ -8,13 +8,17 @@ export interface BenchOptions {
   warmup: number;
   connections: number;
   /**
-   * Requests per second over all connections, 0 for as many as the server answers. A fixed rate
-   * below capacity measures what a request costs (CPU µs per request) without the contention of a
-   * saturated machine, so runs on a noisy machine compare better.
+   * Requests per second over all connections of the fixed-rate scenarios (the closed-loop ones send
+   * as fast as answered). A fixed rate below capacity measures what a request costs (CPU µs per
+   * request) without the contention of a saturated machine, so runs on a noisy machine compare better.
    */
   rate: number;
-  /** Distinct user ids the event requests cycle over. */
+  /** Distinct user ids each new-user event scenario cycles over. */
   users: number;
+  /** Veteran users (a year of daily history each) seeded for the veteran scenario; 0 skips it. */
+  veterans: number;
+  /** Also measures events on a throwaway 3-master Redis Cluster (single mode only). */
+  cluster: boolean;
   mode: BenchMode;
   redisUrl: string;
   /** Postgres server URL; the bench creates and drops its own database on it. */
@@ -68,8 +72,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     duration: int(pick('duration', 'BENCH_DURATION'), 10, 1, 600, 'BENCH_DURATION'),
     warmup: int(pick('warmup', 'BENCH_WARMUP'), 2, 0, 60, 'BENCH_WARMUP'),
     connections: int(pick('connections', 'BENCH_CONNECTIONS'), 50, 1, 1000, 'BENCH_CONNECTIONS'),
-    rate: int(pick('rate', 'BENCH_RATE'), 0, 0, 1_000_000, 'BENCH_RATE'),
+    rate: int(pick('rate', 'BENCH_RATE'), 1500, 1, 1_000_000, 'BENCH_RATE'),
     users: int(pick('users', 'BENCH_USERS'), 100_000, 1, 10_000_000, 'BENCH_USERS'),
+    veterans: int(pick('veterans', 'BENCH_VETERANS'), 200, 0, 100_000, 'BENCH_VETERANS'),
+    cluster: !(argv.includes('--no-cluster') || ['0', 'false'].includes(env.BENCH_CLUSTER ?? '')),
     mode,
     redisUrl: local(env.REDIS_URL || 'redis://127.0.0.1:6379', 'REDIS_URL'),
     databaseUrl: local(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres', 'DATABASE_URL'),

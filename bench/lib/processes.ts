@@ -77,6 +77,7 @@ export async function waitReady(child: Child, url: string, timeoutMs = 60_000): 
 export async function stopChild(child: Child, graceMs = 8000): Promise<void> {
   if (child.proc.exitCode !== null || child.proc.signalCode !== null) return;
   child.proc.kill('SIGTERM');
+  child.proc.kill('SIGCONT'); // a paused child handles the SIGTERM only once resumed
   const timer = setTimeout(() => child.proc.kill('SIGKILL'), graceMs);
   await child.exited;
   clearTimeout(timer);
@@ -114,32 +115,85 @@ export async function totalCpuSeconds(pids: Array<number | undefined>): Promise<
   return each.some((s) => s === null) ? null : each.reduce<number>((a, b) => a + b!, 0);
 }
 
-/** Last ticks seen per postgres process, and the CPU they used between calls, summed. */
-const postgresTicks = new Map<string, number>();
-let postgresTotal = 0;
+/** A client backend's title: `postgres: [cluster: ]<user> <database> <host>(<port>) <state>`. */
+const CLIENT_BACKEND = /\(\d+\)|\[local\]/;
+
+/**
+ * CPU of the `postgres` processes on the box, counted from the first sample (backends come and go
+ * with connections: each is counted from when it was first seen, so a backend that exits loses only
+ * its use since the previous sample).
+ *
+ * `all` is every postgres process. `own` leaves out the client backends of other databases (other
+ * benches and test runs on the same Postgres): it is the backends of `databases` plus the processes
+ * every database shares (postmaster, WAL writer, checkpointer, background writer, autovacuum).
+ */
+export class PostgresCpu {
+  private readonly ticks = new Map<string, number>();
+  private readonly mine = new Map<string, boolean>();
+  private all = 0;
+  private own = 0;
+
+  constructor(private readonly databases: string[] = []) {}
+
+  private async isOwn(pid: string): Promise<boolean> {
+    let known = this.mine.get(pid);
+    if (known === undefined) {
+      let title = '';
+      try {
+        title = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).replace(/\0/g, ' ');
+      } catch {
+        // gone: counts as shared until it disappears from /proc
+      }
+      const words = title.split(/\s+/);
+      known = !CLIENT_BACKEND.test(title) || this.databases.some((d) => words.includes(d));
+      this.mine.set(pid, known);
+    }
+    return known;
+  }
+
+  /** Seconds since the first sample, all postgres processes and this run's; null where /proc is missing. */
+  async sample(): Promise<{ all: number; own: number } | null> {
+    let pids: string[];
+    try {
+      pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
+    } catch {
+      return null;
+    }
+    const stats = await Promise.all(pids.map((pid) => statOf(pid)));
+    const seen = new Set<string>();
+    for (const [i, pid] of pids.entries()) {
+      const s = stats[i];
+      if (s?.name !== 'postgres') continue;
+      seen.add(pid);
+      const last = this.ticks.get(pid);
+      if (last !== undefined) {
+        const used = Math.max(0, s.ticks - last);
+        this.all += used;
+        if (await this.isOwn(pid)) this.own += used;
+      }
+      this.ticks.set(pid, s.ticks);
+    }
+    for (const pid of this.ticks.keys()) {
+      if (!seen.has(pid)) {
+        this.ticks.delete(pid);
+        this.mine.delete(pid);
+      }
+    }
+    return { all: this.all / 100, own: this.own / 100 };
+  }
+}
+
+const everyPostgres = new PostgresCpu();
 
 /**
  * CPU seconds used by every `postgres` process on the box since the first call (the server and its
- * backends, which come and go with connections: each is counted from when it was first seen, so a
- * backend that exits loses only its use since the previous call). Null where /proc is missing.
+ * backends, each counted from when it was first seen). Null where /proc is missing.
  */
 export async function postgresCpuSeconds(): Promise<number | null> {
-  let pids: string[];
-  try {
-    pids = (await readdir('/proc')).filter((d) => /^\d+$/.test(d));
-  } catch {
-    return null;
-  }
-  const stats = await Promise.all(pids.map((pid) => statOf(pid)));
-  const seen = new Set<string>();
-  for (const [i, pid] of pids.entries()) {
-    const s = stats[i];
-    if (s?.name !== 'postgres') continue;
-    seen.add(pid);
-    const last = postgresTicks.get(pid);
-    if (last !== undefined) postgresTotal += Math.max(0, s.ticks - last);
-    postgresTicks.set(pid, s.ticks);
-  }
-  for (const pid of postgresTicks.keys()) if (!seen.has(pid)) postgresTicks.delete(pid);
-  return postgresTotal / 100;
+  return (await everyPostgres.sample())?.all ?? null;
+}
+
+/** Sends a signal to a child the bench started (SIGSTOP/SIGCONT pause and resume it). */
+export function signalChild(child: Child, signal: NodeJS.Signals): void {
+  if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill(signal);
 }

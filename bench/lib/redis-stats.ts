@@ -8,9 +8,20 @@ export async function infoNumber(redis: Redis, section: string, field: string): 
   return Number(m[1]);
 }
 
-/** CPU seconds the Redis server has used (user + system), for the per-scenario CPU column. */
-export async function redisCpuSeconds(redis: Redis): Promise<number> {
-  return (await infoNumber(redis, 'cpu', 'used_cpu_user')) + (await infoNumber(redis, 'cpu', 'used_cpu_sys'));
+/** One Redis, or every master of a Cluster (each a plain client of one node). */
+export type Nodes = Redis | Redis[];
+const each = (nodes: Nodes): Redis[] => (Array.isArray(nodes) ? nodes : [nodes]);
+
+/** CPU seconds the Redis server (or every node) has used (user + system), for the CPU columns. */
+export async function redisCpuSeconds(nodes: Nodes): Promise<number> {
+  const secs = await Promise.all(
+    each(nodes).map(async (r) => {
+      const text = await r.info('cpu');
+      const field = (f: string) => Number(new RegExp(`^${f}:([0-9.]+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+      return field('used_cpu_user') + field('used_cpu_sys');
+    }),
+  );
+  return secs.reduce((a, b) => a + b, 0);
 }
 
 /** Every key under `prefix:` (SCAN, never KEYS), handed over in batches. */
@@ -42,17 +53,19 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<number
  * long that took and how many entries were still waiting when it gave up.
  */
 export async function waitForOutboxDrain(
-  redis: Redis,
+  nodes: Nodes,
   prefix: string,
   timeoutMs: number,
 ): Promise<{ ms: number; left: number }> {
-  const streams: string[] = [];
-  await scanPrefix(redis, prefix, (keys) => {
-    streams.push(...keys.filter((k) => k.endsWith(':outbox')));
-  });
+  const streams: Array<[Redis, string]> = [];
+  for (const node of each(nodes)) {
+    await scanPrefix(node, prefix, (keys) => {
+      for (const k of keys) if (k.endsWith(':outbox')) streams.push([node, k]);
+    });
+  }
   const started = Date.now();
   for (;;) {
-    const lengths = await Promise.all(streams.map((k) => redis.xlen(k)));
+    const lengths = await Promise.all(streams.map(([node, k]) => node.xlen(k)));
     const left = lengths.reduce((a, b) => a + b, 0);
     if (left === 0 || Date.now() - started > timeoutMs) return { ms: Date.now() - started, left };
     await new Promise((r) => setTimeout(r, 200));
@@ -70,67 +83,154 @@ export interface KeyCensus {
   /** Shard outbox streams still holding entries the history writer has not trimmed yet. */
   outboxKeys: number;
   outboxBytes: number;
-  /** Mean MEMORY USAGE of a random sample of user keys. */
+  /** Mean MEMORY USAGE of a random sample of user keys, transient keys counted as 0. */
   sampledUserKeyBytes: number;
+  /** Mean MEMORY USAGE of the transient keys of the sample, per sampled key (see TRANSIENT_TTL_MS). */
+  sampledTransientBytes: number;
+  /** Share of the sampled user keys that are transient. */
+  transientKeyShare: number;
   sampleSize: number;
+}
+
+/**
+ * Keys that expire within this many ms are transient (a committed op's reply marker, kept seconds so
+ * a retry can be answered): they belong to the last seconds' requests, not to the users, and are
+ * counted apart from the memory per user.
+ */
+export const TRANSIENT_TTL_MS = 60_000;
+
+/** MEMORY USAGE of keys, each asked of the node that holds it, split into lasting and transient. */
+async function memoryUsage(
+  keys: Array<[Redis, string]>,
+): Promise<{ bytes: number; transient: number; transientKeys: number }> {
+  const out = { bytes: 0, transient: 0, transientKeys: 0 };
+  for (let i = 0; i < keys.length; i += 200) {
+    const batch = keys.slice(i, i + 200);
+    const byNode = new Map<Redis, string[]>();
+    for (const [node, k] of batch) byNode.set(node, [...(byNode.get(node) ?? []), k]);
+    for (const [node, ks] of byNode) {
+      const pipe = node.pipeline();
+      for (const k of ks) pipe.memory('USAGE', k, 'SAMPLES', 0).pttl(k);
+      const replies = (await pipe.exec()) ?? [];
+      for (let j = 0; j + 1 < replies.length; j += 2) {
+        const bytes = Number(replies[j]![1] ?? 0);
+        const ttl = Number(replies[j + 1]![1] ?? -1);
+        if (ttl >= 0 && ttl <= TRANSIENT_TTL_MS) {
+          out.transient += bytes;
+          out.transientKeys++;
+        } else out.bytes += bytes;
+      }
+    }
+  }
+  return out;
 }
 
 /**
  * Counts Laurel's keys under the prefix by kind and measures them with MEMORY USAGE. Unlike the
  * used_memory delta this is not disturbed by anything else running against the same Redis.
  */
-export async function censusKeys(redis: Redis, prefix: string, sampleSize = 2000): Promise<KeyCensus> {
+export async function censusKeys(nodes: Nodes, prefix: string, sampleSize = 2000): Promise<KeyCensus> {
   const profile = /:user:[^:]+$/;
-  const userSample: string[] = [];
-  const boards: string[] = [];
-  const outboxes: string[] = [];
+  const userSample: Array<[Redis, string]> = [];
+  const boards: Array<[Redis, string]> = [];
+  const outboxes: Array<[Redis, string]> = [];
   let userKeys = 0;
   let users = 0;
-  await scanPrefix(redis, prefix, (keys) => {
-    for (const k of keys) {
-      if (k.startsWith(`${prefix}:bl:`)) continue; // the baseline server's keys
-      if (k.includes(':user:')) {
-        userKeys++;
-        if (profile.test(k)) users++;
-        // Reservoir sampling: a uniform sample without holding every key name.
-        if (userSample.length < sampleSize) userSample.push(k);
-        else {
-          const j = Math.floor(Math.random() * userKeys);
-          if (j < sampleSize) userSample[j] = k;
-        }
-      } else if (k.includes('{lb:')) boards.push(k);
-      else if (k.endsWith(':outbox')) outboxes.push(k);
-    }
-  });
-  const usage = async (keys: string[]) => {
-    let total = 0;
-    for (let i = 0; i < keys.length; i += 200) {
-      const pipe = redis.pipeline();
-      for (const k of keys.slice(i, i + 200)) pipe.memory('USAGE', k, 'SAMPLES', 0);
-      for (const [, v] of (await pipe.exec()) ?? []) total += Number(v ?? 0);
-    }
-    return total;
-  };
-  const sampled = await usage(userSample);
+  for (const node of each(nodes)) {
+    await scanPrefix(node, prefix, (keys) => {
+      for (const k of keys) {
+        if (k.startsWith(`${prefix}:bl:`)) continue; // the baseline server's keys
+        if (k.includes(':user:')) {
+          userKeys++;
+          if (profile.test(k)) users++;
+          // Reservoir sampling: a uniform sample without holding every key name.
+          if (userSample.length < sampleSize) userSample.push([node, k]);
+          else {
+            const j = Math.floor(Math.random() * userKeys);
+            if (j < sampleSize) userSample[j] = [node, k];
+          }
+        } else if (k.includes('{lb:')) boards.push([node, k]);
+        else if (k.endsWith(':outbox')) outboxes.push([node, k]);
+      }
+    });
+  }
+  const sampled = await memoryUsage(userSample);
+  const n = Math.max(1, userSample.length);
   return {
     userKeys,
     users,
     boardKeys: boards.length,
-    boardBytes: await usage(boards),
+    boardBytes: (await memoryUsage(boards)).bytes,
     outboxKeys: outboxes.length,
-    outboxBytes: await usage(outboxes),
-    sampledUserKeyBytes: userSample.length ? sampled / userSample.length : 0,
+    outboxBytes: (await memoryUsage(outboxes)).bytes,
+    sampledUserKeyBytes: sampled.bytes / n,
+    sampledTransientBytes: sampled.transient / n,
+    transientKeyShare: sampled.transientKeys / n,
     sampleSize: userSample.length,
+  };
+}
+
+export interface UserMemory {
+  /** Users measured. */
+  users: number;
+  /** Mean MEMORY USAGE of a user's own keys (`…:user:<id>` and `…:user:<id>:…`), bytes, transient keys left out. */
+  bytesPerUser: number;
+  keysPerUser: number;
+  /** Mean MEMORY USAGE and number of the user's transient keys (see TRANSIENT_TTL_MS). */
+  transientBytesPerUser: number;
+  transientKeysPerUser: number;
+  /** Mean MEMORY USAGE of the user's rank-history keys on leaderboards (`…:hist:<id>`), bytes. */
+  boardHistoryBytesPerUser: number;
+  boardHistoryKeysPerUser: number;
+}
+
+/**
+ * The Redis memory of some users, measured key by key: one SCAN over the prefix picks each user's
+ * own keys (and, reported apart, the user's rank-history keys on leaderboards).
+ */
+export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): Promise<UserMemory> {
+  const wanted = new Set(ids);
+  const own: Array<[Redis, string]> = [];
+  const hist: Array<[Redis, string]> = [];
+  const ownKey = /:user:([^:]+)(?::|$)/;
+  const histKey = /:hist:([^:]+)$/;
+  for (const node of each(nodes)) {
+    await scanPrefix(node, prefix, (keys) => {
+      for (const k of keys) {
+        const o = ownKey.exec(k);
+        if (o && wanted.has(o[1]!)) own.push([node, k]);
+        else {
+          const h = histKey.exec(k);
+          if (h && k.includes('{lb:') && wanted.has(h[1]!)) hist.push([node, k]);
+        }
+      }
+    });
+  }
+  const n = Math.max(1, ids.length);
+  const per = (x: number) => Math.round((x / n) * 100) / 100;
+  const mine = await memoryUsage(own);
+  const history = await memoryUsage(hist);
+  return {
+    users: ids.length,
+    bytesPerUser: Math.round(mine.bytes / n),
+    keysPerUser: per(own.length - mine.transientKeys),
+    transientBytesPerUser: Math.round(mine.transient / n),
+    transientKeysPerUser: per(mine.transientKeys),
+    boardHistoryBytesPerUser: Math.round(history.bytes / n),
+    boardHistoryKeysPerUser: per(hist.length - history.transientKeys),
   };
 }
 
 export type CommandStats = Map<string, { calls: number; usec: number }>;
 
-/** Server-wide INFO commandstats (commands run inside scripts are counted too, on Redis 7). */
-export async function commandStats(redis: Redis): Promise<CommandStats> {
+/** Server-wide INFO commandstats, summed over nodes (commands run inside scripts are counted too, on Redis 7). */
+export async function commandStats(nodes: Nodes): Promise<CommandStats> {
   const out: CommandStats = new Map();
-  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
-    out.set(m[1]!, { calls: Number(m[2]), usec: Number(m[3]) });
+  for (const text of await Promise.all(each(nodes).map((r) => r.info('commandstats')))) {
+    for (const m of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+      const prev = out.get(m[1]!) ?? { calls: 0, usec: 0 };
+      out.set(m[1]!, { calls: prev.calls + Number(m[2]), usec: prev.usec + Number(m[3]) });
+    }
   }
   return out;
 }

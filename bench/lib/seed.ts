@@ -3,7 +3,8 @@ import { http, parseBody } from './http';
 /**
  * Seeds a realistic configuration through the admin API, the way an operator would: one metric
  * with two achievements, a daily streak on it, a points system with a metric trigger, five levels
- * and an active global boost, and (when the server has them) a metric and a points leaderboard.
+ * and an active global boost, and (when the server has them) a perpetual metric leaderboard and a
+ * monthly points leaderboard whose runs started 13 months ago.
  */
 
 export interface SeededConfig {
@@ -39,6 +40,12 @@ async function create(origin: string, key: string, path: string, items: unknown[
 
 function utcDate(offsetDays: number): string {
   return new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** The first day (UTC) of the month `months` before the current one. */
+export function monthStart(months: number, now = Date.now()): string {
+  const d = new Date(now);
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, 1)).toISOString().slice(0, 10);
 }
 
 export async function seedConfiguration(origin: string, adminKey: string): Promise<SeededConfig> {
@@ -111,6 +118,8 @@ export async function seedConfiguration(origin: string, adminKey: string): Promi
         pointsSystemId: xp.id,
         runUnit: 'month',
         runInterval: 1,
+        // Runs since 13 months ago: the veteran users' year of events falls into 12-13 monthly runs.
+        start: monthStart(13),
         status: 'active',
       },
     ]);

@@ -2,13 +2,24 @@ import { existsSync } from 'node:fs';
 import postgres from 'postgres';
 import { describe, expect, inject, it } from 'vitest';
 import type { Measurement } from '../../bench/lib/load';
-import { cpuSeconds, postgresCpuSeconds, totalCpuSeconds } from '../../bench/lib/processes';
-import { renderBudget } from '../../bench/lib/report';
+import { cpuSeconds, PostgresCpu, postgresCpuSeconds, totalCpuSeconds } from '../../bench/lib/processes';
+import {
+  type FigureInputs,
+  issueFigures,
+  renderBudget,
+  renderFigures,
+  renderTable,
+} from '../../bench/lib/report';
 
-function measurement(reqPerSec: number, cpu: Record<string, number | null>): Measurement {
+function measurement(
+  reqPerSec: number,
+  cpu: Record<string, number | null>,
+  more: Partial<Measurement> = {},
+): Measurement {
   return {
     name: 'x',
     url: 'POST /x',
+    rate: 0,
     reqPerSec,
     p50: 1,
     p90: 1,
@@ -19,20 +30,26 @@ function measurement(reqPerSec: number, cpu: Record<string, number | null>): Mea
     errors: 0,
     timeouts: 0,
     statusCodes: {},
+    warmupRequests: 0,
     cpu,
+    // Cores at reqPerSec requests per second: µs per request.
+    cpuUs: Object.fromEntries(
+      Object.entries(cpu).map(([k, v]) => [k, v === null ? null : Math.round((v * 1e6) / reqPerSec)]),
+    ),
     cpuUsPerRequest: { server: null, redis: null },
     redisCommands: [],
+    ...more,
   };
 }
 
 describe('bench CPU budget line', () => {
   it('allows an event the baseline machine CPU per request divided by the target ratio, and splits what it cost', () => {
-    // Baseline: 1.6 cores at 16,000 req/s = 100 µs per request, so 0.5x allows 200 µs.
-    const baseline = measurement(16_000, { machine: 1.6 });
+    // Baseline: 1.5 cores at 15,000 req/s = 100 µs per request, so 0.3x allows 333 µs.
+    const baseline = measurement(15_000, { machine: 1.5 });
     // Events: 1.6 cores at 2,000 req/s = 800 µs: 300 + 250 + 100 + 50 known, 100 elsewhere.
     const events = measurement(2_000, { machine: 1.6, laurel: 0.6, redis: 0.5, postgres: 0.2, loadgen: 0.1 });
     expect(renderBudget(baseline, events)).toBe(
-      "CPU budget of the 0.5× bar: an event may cost the machine 200 µs (the baseline's 100 µs ÷ 0.5); " +
+      "CPU budget of the 0.3× bar: an event may cost the machine 333 µs (the baseline's 100 µs ÷ 0.3); " +
         'it cost 800 µs: laurel 300, redis 250, postgres 100, load generator 50, rest (kernel, other processes) 100',
     );
   });
@@ -46,6 +63,116 @@ describe('bench CPU budget line', () => {
     expect(line).toContain(
       'laurel 500, redis ?, postgres ?, load generator ?, rest (kernel, other processes) 500',
     );
+  });
+});
+
+describe('bench issue-16 figures', () => {
+  const rate = 1500;
+  const inputs = (more: Partial<FigureInputs> = {}): FigureInputs => ({
+    rate,
+    connections: 50,
+    apiProcesses: 1,
+    baseline: measurement(10_000, { machine: 1.8 }),
+    events: measurement(3_500, { machine: 1.9 }),
+    baselineAtRate: measurement(rate, { machine: 0.3 }, { rate, p99: 10 }),
+    // Cores at 1,500 req/s: redis 80 µs, API 120 µs, machine 400 µs (bench processes 180 + 80 + 40 + 20).
+    eventsAtRate: measurement(
+      rate,
+      {
+        redis: 0.12,
+        'laurel-api': 0.18,
+        laurel: 0.27,
+        'postgres-own': 0.06,
+        loadgen: 0.03,
+        machine: 0.6,
+      },
+      { rate, p99: 12 },
+    ),
+    writerUs: 95,
+    // Redis 90 + API 130 = 220 µs against 200 for new users.
+    veteransAtRate: measurement(rate, { redis: 0.135, 'laurel-api': 0.195 }, { rate }),
+    bytesPerNewUser: 1800,
+    bytesPerVeteran: 7000,
+    reads: [
+      { label: 'top 100', m: measurement(9_000, {}) },
+      { label: 'around a user', m: measurement(7_000, {}) },
+    ],
+    clusterAtRate: { skipped: '--no-cluster' },
+    ...more,
+  });
+
+  it('computes every figure of the issue and checks it against its bar', () => {
+    const figures = issueFigures(inputs());
+    expect(
+      figures.map((f) => [f.id, f.value === null ? null : Math.round(f.value * 100) / 100, f.met]),
+    ).toEqual([
+      ['1', 80, true],
+      ['2', 120, true],
+      ['3', 95, true],
+      ['4', 400, false],
+      ['5', 0.35, true],
+      ['6', 1.2, true],
+      ['7', 1.1, true],
+      ['8', 1800, true],
+      ['9', 7000, false],
+      ['10a', 0.9, true],
+      ['10b', 0.7, false],
+      ['11', null, null],
+    ]);
+    expect(figures[3]!.measured).toBe('400 µs (bench processes 320 µs)');
+    expect(figures[5]!.measured).toBe('1.20× (12 ÷ 10 ms)');
+    expect(figures[6]!.measured).toBe('1.10× (220 ÷ 200 µs)');
+    expect(figures[8]!.measured).toBe('6.8 KiB');
+    expect(figures[11]!.skipped).toBe('--no-cluster');
+  });
+
+  it('prints the table with a count of what was met and why a figure was skipped', () => {
+    const text = renderFigures(issueFigures(inputs()));
+    const lines = text.split('\n');
+    expect(lines[0]).toMatch(/^figure +measured +required +met\?$/);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^1\. Redis CPU per event, new users \(at 1500\/s\) +80 µs +≤ 90 µs +yes$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^9\. Redis memory per veteran user +6\.8 KiB +≤ 6\.0 KiB +NO$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^11\. API CPU per event, 3-master Cluster .* +skipped$/),
+    );
+    expect(lines.slice(-3)).toEqual([
+      '8 of 11 measured figures met, 1 not measured',
+      'skipped:',
+      '  11: --no-cluster',
+    ]);
+  });
+
+  it('does not count a figure whose scenario had failed requests, and shows ? for a probe it could not read', () => {
+    const figures = issueFigures(
+      inputs({
+        events: measurement(3_500, {}, { non2xx: 5 }),
+        eventsAtRate: measurement(rate, { redis: 0.12, 'laurel-api': null }, { rate }),
+        veteransAtRate: { skipped: 'no veterans' },
+        clusterAtRate: measurement(rate, { 'laurel-api': 0.2 }, { rate }),
+      }),
+    );
+    const byId = new Map(figures.map((f) => [f.id, f]));
+    expect(byId.get('5')).toMatchObject({
+      met: false,
+      measured: '0.35× (3500 ÷ 10000 req/s) (5 failed requests)',
+    });
+    expect(byId.get('2')).toMatchObject({ value: null, measured: '?', met: null });
+    expect(byId.get('7')).toMatchObject({ measured: 'skipped', met: null, skipped: 'no veterans' });
+    // The Cluster ratio needs the single-Redis API CPU, which could not be read.
+    expect(byId.get('11')).toMatchObject({ value: null, met: null });
+  });
+
+  it('compares each scenario of the per-scenario table with the baseline run at the same rate', () => {
+    const closed = measurement(10_000, {}, { name: 'baseline' });
+    const fixed = measurement(rate, {}, { name: 'baseline @1500/s', rate });
+    const lagging = measurement(1_425, {}, { name: 'events @1500/s', rate });
+    const events = measurement(3_000, {}, { name: 'events' });
+    const rows = renderTable([closed, events, fixed, lagging], [closed, fixed]).split('\n').slice(2);
+    expect(rows.map((r) => r.split(/ {2,}/)[5])).toEqual(['1.00x', '0.30x', '1.00x', '0.95x']);
   });
 });
 
@@ -74,6 +201,28 @@ describe('bench CPU probes', () => {
       const second = await postgresCpuSeconds();
       expect(second!).toBeGreaterThan(first!);
       expect(await postgresCpuSeconds()).toBeGreaterThanOrEqual(second!);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it("counts a database's own backends as its own, and other databases' backends only in the total", async () => {
+    if (!existsSync('/proc')) return;
+    const url = inject('services').databaseUrl;
+    const database = new URL(url).pathname.slice(1);
+    const db = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      await db`select 1`;
+      const mine = new PostgresCpu([database]);
+      const other = new PostgresCpu(['laurel_no_such_database']);
+      const [m0, o0] = [await mine.sample(), await other.sample()];
+      await db`select count(*) from generate_series(1, 3000000)`;
+      const [m1, o1] = [await mine.sample(), await other.sample()];
+      const busy = m1!.own - m0!.own;
+      // The query ran in a backend of `database`: its own share; the other tracker sees it only in all.
+      expect(busy).toBeGreaterThan(0);
+      expect(o1!.all - o0!.all).toBeGreaterThanOrEqual(busy - 0.05);
+      expect(o1!.own - o0!.own).toBeLessThan(busy);
     } finally {
       await db.end();
     }
