@@ -1,58 +1,18 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, inject, it } from 'vitest';
-import { generateApiKey } from '../../src/api-keys';
-import { freePort } from '../helpers/redis-cluster';
-import { createTestDatabase, removeKeysUnder } from '../helpers/server';
+import { execFileSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { laurelProcesses, until } from '../helpers/processes';
 
-const children: Array<ReturnType<typeof spawn>> = [];
-const prefix = `ap${randomBytes(4).toString('hex')}`;
-afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await removeKeysUnder(prefix);
-});
-
-async function until(fn: () => Promise<boolean>, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('timed out');
-}
+const laurel = laurelProcesses('ap');
+afterAll(() => laurel.stop());
 
 describe('API_PROCESSES', () => {
   it('serves one port from several API processes, with exact totals, and stops them all on SIGTERM', async () => {
-    const { redisUrl, clusterNodes } = inject('services');
-    const admin = generateApiKey();
-    const port = await freePort();
-    const origin = `http://127.0.0.1:${port}`;
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...process.env,
-        API_PROCESSES: '2',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        REDIS_URL: redisUrl,
-        ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
-        DATABASE_URL: await createTestDatabase(),
-        REDIS_KEY_PREFIX: prefix,
-        ADMIN_API_KEY: admin.key,
-        // Info: each API process logs 'laurel listening' once it serves.
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(p);
-    // Warnings and errors of every process (pino writes to stdout), shown when an assertion fails.
-    let logs = '';
-    const collect = (d: Buffer) => {
-      logs += d.toString();
-    };
-    p.stdout?.on('data', collect);
-    p.stderr?.on('data', collect);
+    // Info: each API process logs 'laurel listening' once it serves.
+    const { proc: p, origin, adminKey, logs: logText } = await laurel.start({ API_PROCESSES: '2' });
+    const admin = { key: adminKey };
+    const logs = { slice: (n: number) => logText().slice(n) };
     // /readyz answers as soon as one API process listens; the test needs both.
-    await until(async () => (logs.match(/laurel listening/g) ?? []).length >= 2);
+    await until(async () => (logText().match(/laurel listening/g) ?? []).length >= 2);
     await until(async () => (await fetch(`${origin}/readyz`)).ok);
     // The primary runs the workers and has one child per API process.
     const kids = execFileSync('pgrep', ['-x', 'node', '-P', String(p.pid)])

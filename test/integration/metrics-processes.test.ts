@@ -1,60 +1,24 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, inject, it } from 'vitest';
-import { generateApiKey } from '../../src/api-keys';
+import { afterAll, describe, expect, it } from 'vitest';
 import { metric, promtool } from '../helpers/metrics';
+import { laurelProcesses, until } from '../helpers/processes';
 import { freePort } from '../helpers/redis-cluster';
-import { createTestDatabase, removeKeysUnder } from '../helpers/server';
 
-const children: Array<ReturnType<typeof spawn>> = [];
-const prefix = `mp${randomBytes(4).toString('hex')}`;
-afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  await removeKeysUnder(prefix);
-});
-
-async function until(fn: () => Promise<boolean>, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('timed out');
-}
+const laurel = laurelProcesses('mp');
+afterAll(() => laurel.stop());
 
 describe('/metrics with API_PROCESSES=2', () => {
   it('aggregates the requests served by both API processes into one scrape on the metrics port', async () => {
-    const { redisUrl, clusterNodes } = inject('services');
-    const admin = generateApiKey();
-    const [port, metricsPort] = [await freePort(), await freePort()];
-    const origin = `http://127.0.0.1:${port}`;
+    const metricsPort = await freePort();
     const token = randomBytes(16).toString('hex');
-    const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: {
-        ...process.env,
-        API_PROCESSES: '2',
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        METRICS_PORT: String(metricsPort),
-        METRICS_TOKEN: token,
-        REDIS_URL: redisUrl,
-        ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
-        DATABASE_URL: await createTestDatabase(),
-        REDIS_KEY_PREFIX: prefix,
-        ADMIN_API_KEY: admin.key,
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const started = await laurel.start({
+      API_PROCESSES: '2',
+      METRICS_PORT: String(metricsPort),
+      METRICS_TOKEN: token,
     });
-    children.push(p);
-    let logs = '';
-    const collect = (d: Buffer) => {
-      logs += d.toString();
-    };
-    p.stdout?.on('data', collect);
-    p.stderr?.on('data', collect);
-    await until(async () => (logs.match(/laurel listening/g) ?? []).length >= 2);
-    await until(async () => /metrics listening/.test(logs));
+    const { proc: p, origin, logs } = started;
+    await until(async () => (logs().match(/laurel listening/g) ?? []).length >= 2);
+    await until(async () => /metrics listening/.test(logs()));
     const scrape = async () => {
       const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
         headers: { Authorization: `Bearer ${token}` },
