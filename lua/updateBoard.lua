@@ -8,13 +8,13 @@ Ascending order is then value descending, earliest change first, then user id in
 
 KEYS[1] members hash of the run: userId -> "value|changedAt|group|seq|expires"
 KEYS[2] ranking sorted set of the user's breakdown group (as the caller computed it)
-KEYS[3] history list of this user in the run (LeaderboardEvent JSON, newest first)
-KEYS[4] history list prefix of the run (evicted users' lists are KEYS[4] .. userId)
-KEYS[5] the board's ranking version: changes whenever any ranking of the board changes (readers
+KEYS[3] the board's ranking version: changes whenever any ranking of the board changes (readers
         validate cached rankings with it). Seeded from the server clock when the key is new, so a
         board whose keys were deleted and rebuilt never repeats an earlier version
-KEYS[6] (optional) the board's change stream: one entry per rank/value change of §6.7 (the acting
-        user's and an evicted user's), read by the webhook worker (leaderboard.rank_changed/changed)
+KEYS[4] the board's change stream: one entry per rank/value change of §6.7 (the acting user's and an
+        evicted user's), read by the scheduler into the users' rank history (leaderboard_rank_changes)
+        and leaderboard webhooks (src/workers/board-changes.ts). Left out by rebuild's replay, which
+        must not record the history again
 
 ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
 ARGV[4] nowMs       ARGV[5] group                    ARGV[6] maxParticipants

@@ -3,7 +3,7 @@
 -- key is reachable from one script). K and A are that call's KEYS and ARGV as lua/updateBoard.lua
 -- documents them; the reply is the same, as a table.
 local function updateBoard(K, A)
-  local K_MEMBERS, K_RANKING, K_HIST, HIST_PREFIX, K_VERSION = K[1], K[2], K[3], K[4], K[5]
+  local K_MEMBERS, K_RANKING, K_VERSION, K_CHANGES = K[1], K[2], K[3], K[4]
   local userId = A[1]
   local value = tonumber(A[2])
   local seq = tonumber(A[3])
@@ -125,17 +125,12 @@ local function updateBoard(K, A)
 
   local rankedValue = rank and value or nil
   local evictedUser = nil
-  if evicted then
-    evictedUser = string.sub(evicted.member, 17)
-    local e = cjson.encode({ t = now, pr = max, r = cjson.null, pv = fmtValue(evicted.value), v = cjson.null })
-    redis.call('LPUSH', HIST_PREFIX .. evictedUser, e)
-    redis.call('LTRIM', HIST_PREFIX .. evictedUser, 0, 99)
-  end
+  if evicted then evictedUser = string.sub(evicted.member, 17) end
 
-  -- Change records for webhooks, atomic with the change itself.
   if rankingChanged then bumpVersion() end
 
-  local K_CHANGES = K[6]
+  -- Change records, atomic with the change itself: the scheduler writes them to the users' rank
+  -- history (leaderboard_rank_changes) and turns them into webhooks (src/workers/board-changes.ts).
   local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
   local function change(u, pr, r, pv, v)
     redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,
@@ -143,17 +138,8 @@ local function updateBoard(K, A)
       'v', v and fmtValue(v) or '', 't', fmtValue(now))
   end
   if K_CHANGES and evicted then change(evictedUser, max, nil, evicted.value, nil) end
-  if prevRank ~= rank or rankedPrevValue ~= rankedValue then
-    local e = cjson.encode({
-      t = now,
-      pr = prevRank or cjson.null,
-      r = rank or cjson.null,
-      pv = rankedPrevValue and fmtValue(rankedPrevValue) or cjson.null,
-      v = rankedValue and fmtValue(rankedValue) or cjson.null,
-    })
-    redis.call('LPUSH', K_HIST, e)
-    redis.call('LTRIM', K_HIST, 0, 99)
-    if K_CHANGES then change(userId, prevRank, rank, rankedPrevValue, rankedValue) end
+  if K_CHANGES and (prevRank ~= rank or rankedPrevValue ~= rankedValue) then
+    change(userId, prevRank, rank, rankedPrevValue, rankedValue)
   end
 
   return {

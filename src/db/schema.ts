@@ -408,6 +408,11 @@ export const leaderboardRankChanges = pgTable(
     previousValue: doublePrecision('previous_value'),
     value: doublePrecision('value'),
     created: created(),
+    /**
+     * Commit order within the board: its change stream entry id "<ms>-<n>" as ms * 1000 + n (n capped
+     * at 999: exact below 2^53 until the year 2255).
+     */
+    streamSeq: bigint('stream_seq', { mode: 'number' }),
   },
   (t) => [index('leaderboard_rank_changes_user').on(t.leaderboardId, t.userId, t.runStart, t.created)],
 );

@@ -1,7 +1,7 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
-import { leaderboardRunResults } from '../db/schema';
+import { leaderboardRankChanges, leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { unprocessable } from '../errors';
@@ -91,16 +91,12 @@ export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<Bo
       const expires = board.rankBy === 'streak' ? streakExpiry(snap, r) : 0;
       const bk = deps.keys.board(board.id);
       for (let attempt = 0; attempt < 2; attempt++) {
-        // The change stream only while someone listens to leaderboard.rank_changed / changed.
-        const changes = listensToRankChanges(snap);
         const raw = await deps.redis.updateBoard(
-          changes ? 6 : 5,
+          4,
           bk.members(run.start),
           bk.ranking(run.start, group),
-          bk.history(run.start, r.userId),
-          bk.historyPrefix(run.start),
           bk.version,
-          ...(changes ? [bk.changes] : []),
+          bk.changes,
           r.userId,
           u.value,
           String(r.seq),
@@ -267,7 +263,11 @@ export async function userStanding(
   return me ? { rank: me.rank, value: me.value, group } : { rank: null, value: null, group };
 }
 
-/** The user's most recent rank/value changes in a run, oldest → newest. */
+/**
+ * The user's most recent rank/value changes in a run, oldest → newest: the rank history in Postgres
+ * (src/workers/board-changes.ts records it from the board's change stream, so it lags by the
+ * scheduler's interval at most).
+ */
 export async function userHistory(
   deps: Deps,
   board: LeaderboardRow,
@@ -276,18 +276,21 @@ export async function userHistory(
   count: number,
 ) {
   if (count === 0) return [];
-  const raw = await deps.redis.lrange(deps.keys.board(board.id).history(run.start, userId), 0, count - 1);
-  const conv = (v: unknown) => (v === null || v === undefined ? null : boardValue(board, v as string));
-  return raw.reverse().map((s) => {
-    const e = JSON.parse(s);
-    return {
-      timestamp: new Date(e.t).toISOString(),
-      previousRank: e.pr ?? null,
-      rank: e.r ?? null,
-      previousValue: conv(e.pv),
-      value: conv(e.v),
-    };
-  });
+  const c = leaderboardRankChanges;
+  const rows = await deps.db
+    .select()
+    .from(c)
+    .where(and(eq(c.leaderboardId, board.id), eq(c.userId, userId), eq(c.runStart, run.start)))
+    .orderBy(desc(c.streamSeq), desc(c.created))
+    .limit(count);
+  const conv = (v: number | null) => (v === null ? null : boardValue(board, v));
+  return rows.reverse().map((e) => ({
+    timestamp: e.created.toISOString(),
+    previousRank: e.previousRank,
+    rank: e.rank,
+    previousValue: conv(e.previousValue),
+    value: conv(e.value),
+  }));
 }
 
 /**

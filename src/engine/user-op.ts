@@ -9,13 +9,7 @@ import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
 import { DAY_MS, idempotencyKeys } from './idempotency';
 import { dayIndex, localDate, periodIndex } from './periods';
-import {
-  applyBoardUpdates,
-  type BoardMove,
-  boardMove,
-  listensToRankChanges,
-  rememberUserName,
-} from './leaderboards';
+import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
 import { planFor, type Plan } from './plan';
 import { runContaining, runFinalizationMs } from './runs';
 
@@ -227,20 +221,12 @@ function fuseBoards(
   const snap = deps.catalog.snapshot;
   const keys = [...userKeys];
   const fuse: FusedBoard[] = [];
-  const changes = listensToRankChanges(snap);
   for (const u of boards) {
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
     const bk = deps.keys.board(board.id);
     const ki = keys.length + 1;
-    keys.push(
-      bk.members(u.run),
-      bk.ranking(u.run, ''),
-      bk.history(u.run, userId),
-      bk.historyPrefix(u.run),
-      bk.version,
-    );
-    if (changes) keys.push(bk.changes);
+    keys.push(bk.members(u.run), bk.ranking(u.run, ''), bk.version, bk.changes);
     fuse.push({ id: board.id, run: u.run, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
   }
   if (fuse.length === 0) return { keys: userKeys };

@@ -1,6 +1,8 @@
 // Year in review (semantics §7.4). Activity figures come from the Postgres history (events, awards,
 // streak periods); completions from the user's achievements hash; best leaderboard ranks from the
 // per-run rank history lists in Redis.
+import { and, asc, eq, inArray } from 'drizzle-orm';
+import { leaderboardRankChanges } from '../db/schema';
 import type { AchievementRow, LeaderboardRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { fromMicros } from './decimal';
@@ -16,7 +18,6 @@ import {
   parseDate,
 } from './periods';
 import { runByIndex, runContaining } from './runs';
-import { crossSlotPipeline } from '../redis/batch';
 
 export interface WrappedFigures {
   name: string;
@@ -213,25 +214,32 @@ async function boardHistories(deps: Deps, userId: string, lo: string, hi: string
         runs.push(run);
       }
       if (runs.length === 0) return;
-      const keys = deps.keys.board(board.id);
-      const pipe = crossSlotPipeline(deps.redis);
-      for (const run of runs) pipe.lrange(keys.history(run.start, userId), 0, -1);
-      const res = (await pipe.exec()) ?? [];
-      runs.forEach((run, i) => {
-        const [err, list] = res[i] ?? [null, []];
-        if (err) throw err;
-        const raw = (list as string[]) ?? [];
-        if (raw.length === 0) return;
-        const entries = raw
-          .map((s) => JSON.parse(s) as { t: number; r?: number | null; v?: string | number | null })
-          .reverse()
-          .map((e) => ({
-            t: Number(e.t),
-            r: e.r ?? null,
-            v: e.v === undefined || e.v === null ? null : String(e.v),
-          }));
-        out.push({ board, run, entries });
-      });
+      // The rank history of those runs (leaderboard_rank_changes), in commit order.
+      const c = leaderboardRankChanges;
+      const rows = await deps.db
+        .select({ run: c.runStart, t: c.created, r: c.rank, v: c.value })
+        .from(c)
+        .where(
+          and(
+            eq(c.leaderboardId, board.id),
+            eq(c.userId, userId),
+            inArray(
+              c.runStart,
+              runs.map((run) => run.start),
+            ),
+          ),
+        )
+        .orderBy(asc(c.streamSeq), asc(c.created));
+      const byRun = new Map<string, BoardHistory['entries']>();
+      for (const e of rows) {
+        const list = byRun.get(e.run) ?? [];
+        list.push({ t: e.t.getTime(), r: e.r, v: e.v === null ? null : String(e.v) });
+        byRun.set(e.run, list);
+      }
+      for (const run of runs) {
+        const entries = byRun.get(run.start);
+        if (entries?.length) out.push({ board, run, entries });
+      }
     }),
   );
   return out;

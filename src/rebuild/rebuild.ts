@@ -172,12 +172,11 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
   for (let i = 0; i < rows.length; i += 500) {
     const pipe = crossSlotPipeline(deps.redis);
     for (const u of rows.slice(i, i + 500)) {
+      // No change stream: the rank history the replay implies is already in leaderboard_rank_changes.
       pipe.updateBoard(
-        5,
+        3,
         bk.members(u.runStart),
         bk.ranking(u.runStart, u.group),
-        bk.history(u.runStart, u.userId),
-        bk.historyPrefix(u.runStart),
         bk.version,
         u.userId,
         String(u.value),

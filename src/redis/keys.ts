@@ -92,12 +92,9 @@ export class Keys {
       ranking: (runStart: string, group: string) => `${base}:run:${runStart}:g:${group}`,
       /** Member metadata of one run: userId -> "value|changedAt|group|seq|expires". */
       members: (runStart: string) => `${base}:run:${runStart}:members`,
-      /** Rank/value change history of one user in one run (newest first, capped). */
-      history: (runStart: string, userId: string) => `${base}:run:${runStart}:hist:${userId}`,
-      historyPrefix: (runStart: string) => `${base}:run:${runStart}:hist:`,
       /** Ranking version: changes with every ranking write of the board (validates cached reads). */
       version: `${base}:ver`,
-      /** Stream of rank/value changes (all runs) for leaderboard webhooks. */
+      /** Stream of rank/value changes (all runs): users' rank history and leaderboard webhooks. */
       changes: `${base}:changes`,
     };
   }

@@ -22,13 +22,12 @@ import { leaderboardRunResults, users } from '../db/schema';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
-import { boardValue, decodeGroup, finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
+import { finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
 import { addDays, instantOfLocalMidnight, periodBounds, type Frequency } from '../engine/periods';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from '../engine/runs';
 import { runUserOp } from '../engine/user-op';
+import { drainBoardChanges } from './board-changes';
 import type { OutboxEntry, RecordHook } from './history-writer';
-import { userResponse } from '../http/presenters';
-import { leaderboardBase } from '../http/routes/v1/leaderboards';
 import {
   anySubscriber,
   boostEvent,
@@ -174,7 +173,7 @@ export class Scheduler {
     const lb = await this.leaderboards();
     pass.runsStarted = lb.started;
     pass.runsFinalised = lb.finalised;
-    pass.boardChanges = await this.boardChanges();
+    pass.boardChanges = await drainBoardChanges(this.deps);
     pass.boardChanges += await this.boardChangedDue();
     pass.grants = await this.timeTriggers();
     pass.rollovers = await this.streaks();
@@ -491,97 +490,6 @@ export class Scheduler {
       }
     }
     return { started, finalised };
-  }
-
-  /**
-   * Reads each board's change stream (written by lua/updateBoard.lua atomically with the change):
-   * leaderboard.rank_changed for every change of a user's rank, and a coalesced leaderboard.changed
-   * due at most once a minute per run and group. Entries are acknowledged only after both are recorded.
-   */
-  private async boardChanges(): Promise<number> {
-    const snap = this.deps.catalog.snapshot;
-    const k = this.deps.keys.sched;
-    let n = 0;
-    for (const b of snap.leaderboards) {
-      const stream = this.deps.keys.board(b.id).changes;
-      if (!(await this.deps.redis.exists(stream))) continue;
-      try {
-        await this.deps.redis.xgroup('CREATE', stream, 'webhooks', '0', 'MKSTREAM');
-      } catch (err) {
-        if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
-      }
-      const claimed = (await this.deps.redis.xautoclaim(
-        stream,
-        'webhooks',
-        'scheduler',
-        60_000,
-        '0',
-        'COUNT',
-        500,
-      )) as [string, Array<[string, string[]] | null>];
-      const fresh = (await this.deps.redis.xreadgroup(
-        'GROUP',
-        'webhooks',
-        'scheduler',
-        'COUNT',
-        500,
-        'STREAMS',
-        stream,
-        '>',
-      )) as Array<[string, Array<[string, string[]]>]> | null;
-      const entries = [...(claimed[1] ?? []).filter((e): e is [string, string[]] => e !== null)];
-      for (const [, list] of fresh ?? []) entries.push(...list);
-      if (!entries.length) continue;
-      const events: WebhookEvent[] = [];
-      const groups = new Set<string>();
-      for (const [entryId, fields] of entries) {
-        const f: Record<string, string> = {};
-        for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-        const user = f.u ?? '';
-        groups.add(`${b.id}|${f.run}|${f.g ?? ''}`);
-        if ((f.pr ?? '') === (f.r ?? '')) continue; // value change without a rank change
-        const run = runContaining(b, f.run ?? '');
-        if (!run) continue;
-        const num = (v: string | undefined) => (v ? Number(v) : null);
-        const val = (v: string | undefined) => (v ? boardValue(b, v) : null);
-        const profile = await this.deps.redis.hgetall(this.deps.keys.user(user).profile);
-        const leaderboard: Record<string, unknown> = {
-          ...leaderboardBase(snap, b),
-          start: run.start,
-          end: run.end,
-          rank: num(f.r),
-          value: val(f.v),
-          previousRank: num(f.pr),
-          previousValue: val(f.pv),
-        };
-        if (b.breakdownAttributes.length) {
-          leaderboard.breakdownAttributeValues = decodeGroup(snap, b, f.g ?? '');
-        }
-        events.push({
-          id: webhookEventId(`leaderboard.rank_changed|${b.id}|${entryId}`),
-          type: 'leaderboard.rank_changed',
-          timestamp: Number(f.t),
-          fields: { user: userResponse(snap, profile.id ? profile : { ...profile, id: user }), leaderboard },
-        });
-      }
-      await recordWebhookEvents(this.deps.db, events, this.deps.clock.now());
-      if (anySubscriber(snap, ['leaderboard.changed'])) {
-        const now = this.deps.clock.now();
-        const members = [...groups];
-        const last = await this.deps.redis.hmget(k.done, ...members.map((m) => `lbc|${m}`));
-        const pipe = crossSlotPipeline(this.deps.redis);
-        for (const [i, m] of members.entries()) {
-          pipe.hincrby(k.done, `lbd|${m}`, 1);
-          pipe.zadd(k.boardChanged, 'NX', Math.max(now, Number(last[i] ?? 0) + 60_000), m);
-        }
-        await pipe.exec();
-      }
-      const ids = entries.map(([id]) => id);
-      await this.deps.redis.xack(stream, 'webhooks', ...ids);
-      await this.deps.redis.xdel(stream, ...ids);
-      n += entries.length;
-    }
-    return n;
   }
 
   /** Sends the due coalesced leaderboard.changed notifications with the group's top 10 at sending time. */

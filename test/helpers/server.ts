@@ -11,6 +11,7 @@ import { apiKeys } from '../../src/db/schema';
 import { closeDeps, createDeps, type Deps } from '../../src/deps';
 import { createLogger } from '../../src/logger';
 import { createRedis, isCluster, type RedisClient, waitReady } from '../../src/redis/client';
+import { drainBoardChanges } from '../../src/workers/board-changes';
 import { HistoryWriter } from '../../src/workers/history-writer';
 
 export interface TestServer {
@@ -28,8 +29,9 @@ export interface TestServer {
   /** Serves the app on a real socket at 127.0.0.1; returns the origin. */
   listen(): Promise<string>;
   /**
-   * Runs the history writer until the outbox is empty: history rows, and the cross-user indexes it
-   * maintains (user count, completion counts, points totals, streak rankings), are then up to date.
+   * Runs the history writer until the outbox is empty, then records the boards' change streams:
+   * history rows, the cross-user indexes the writer maintains (user count, completion counts, points
+   * totals, streak rankings) and users' rank histories are then up to date.
    */
   settle(): Promise<number>;
   /** Every Redis key under this server's prefix except rate-limit buckets (test-only SCAN). */
@@ -136,6 +138,7 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
       const w = new HistoryWriter(deps, { consumer: 'settle', claimIdleMs: 0 });
       let n = 0;
       for (let k = await w.drainOnce(); k > 0; k = await w.drainOnce()) n += k;
+      await drainBoardChanges(deps, 'settle');
       return n;
     },
     async redisKeys() {

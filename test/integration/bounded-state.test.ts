@@ -17,6 +17,7 @@ const DAY = 86_400_000;
 const MAX_USER_BYTES = 12 * 1024;
 
 let t: TestServer;
+let board: { id: string };
 
 const send = (user: string, value: number, key?: string) =>
   t.api(
@@ -52,7 +53,7 @@ beforeAll(async () => {
   await adminCreate(t, `/points/${s.id}/triggers`, [
     { type: 'metric', points: 5, metricId: m.id, metricThreshold: 1, status: 'active' },
   ]);
-  await adminCreate(t, '/leaderboards', [
+  [board] = await adminCreate(t, '/leaderboards', [
     {
       key: 'monthly',
       name: 'Monthly',
@@ -105,6 +106,14 @@ describe('bounded per-user state', () => {
     // One value per board: the latest monthly run and the one before it, not one per run.
     expect(Object.keys(await t.deps.redis.hgetall(t.deps.keys.user('veteran').boards))).toHaveLength(2);
     expect(bytes).toBeLessThanOrEqual(MAX_USER_BYTES);
+
+    // A user's rank history lives in Postgres (recorded from the board's change stream), not in Redis.
+    expect((await t.redisKeys()).filter((k) => k.includes(':hist:'))).toEqual([]);
+    await t.settle();
+    const changes = await t.deps
+      .sql`select count(distinct run_start)::int as runs from leaderboard_rank_changes where user_id = 'veteran'`;
+    expect(changes[0]!.runs).toBe(14);
+    expect(await t.deps.redis.xlen(t.deps.keys.board(board.id).changes)).toBe(0);
 
     // Postgres keeps every period; verify-state agrees with what Redis keeps.
     await drain(t);

@@ -46,13 +46,17 @@ export function getBoard(t: TestServer, key: string, query: Record<string, strin
   return t.api('GET', `/v1/leaderboards/${key}${qs ? `?${qs}` : ''}`);
 }
 
-/** GET /v1/users/{id}/leaderboards/{key}. */
-export function getUserBoard(
+/**
+ * GET /v1/users/{id}/leaderboards/{key}. Its `history` is the rank history the scheduler records
+ * from the boards' change streams: settled first, as a read a few seconds later would see it.
+ */
+export async function getUserBoard(
   t: TestServer,
   userId: string,
   key: string,
   query: Record<string, string | number> = {},
 ) {
+  await t.settle();
   const qs = new URLSearchParams(
     Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]),
   ).toString();

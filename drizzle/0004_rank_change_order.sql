@@ -1,0 +1,1 @@
+ALTER TABLE "leaderboard_rank_changes" ADD COLUMN "stream_seq" bigint;
