@@ -1,4 +1,4 @@
-import { and, asc, desc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRankChanges, leaderboardRunResults } from '../db/schema';
@@ -256,6 +256,19 @@ export async function userStanding(
   run: Run,
   userId: string,
 ): Promise<{ rank: number | null; value: number | null; group: string | null }> {
+  if (isFinalised(board, run, deps.clock.now())) {
+    // A finalised run is read from its snapshot (its Redis keys are gone once the scheduler has taken it).
+    const r = leaderboardRunResults;
+    const rows = await deps.db
+      .select({ userId: r.userId, rank: r.rank, value: r.value, group: r.groupKey })
+      .from(r)
+      .where(and(eq(r.leaderboardId, board.id), eq(r.runStart, run.start)))
+      .orderBy(sql`${r.userId} = ${userId} desc`)
+      .limit(1);
+    const me = rows[0];
+    if (me?.userId === userId) return { rank: me.rank, value: me.value, group: me.group };
+    if (me) return { rank: null, value: null, group: null };
+  }
   const meta = await deps.redis.hget(deps.keys.board(board.id).members(run.start), userId);
   if (!meta) return { rank: null, value: null, group: null };
   const group = meta.split('|')[2] ?? '';
@@ -367,6 +380,28 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
     written += ranked.length;
   }
   return written;
+}
+
+/**
+ * Removes a finalised run's rankings and member entries from Redis, once its snapshot is in Postgres
+ * (every read of a finalised run uses the snapshot): a board's Redis state holds its open runs only, so
+ * it does not grow with every run a user ever took part in. Returns how many keys were removed.
+ */
+export async function dropFinalisedRun(deps: Deps, board: LeaderboardRow, run: Run): Promise<number> {
+  const bk = deps.keys.board(board.id);
+  const members = await deps.redis.hvals(bk.members(run.start));
+  const groups = new Set(['', ...members.map((m) => m.split('|')[2] ?? '')]);
+  const keys = [bk.members(run.start), ...[...groups].map((g) => bk.ranking(run.start, g))];
+  let removed = 0;
+  for (const key of keys) removed += await deps.redis.unlink(key);
+  return removed;
+}
+
+/** The runs of a board whose snapshot has been taken (their Redis state may be gone). */
+export async function snapshottedRuns(deps: Deps, boardId: string): Promise<Set<string>> {
+  const r = leaderboardRunResults;
+  const rows = await deps.db.selectDistinct({ run: r.runStart }).from(r).where(eq(r.leaderboardId, boardId));
+  return new Set(rows.map((x) => x.run));
 }
 
 /** Display names of ranked users, cached briefly (a top-100 read would otherwise look up 100 profiles). */

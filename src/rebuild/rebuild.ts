@@ -8,6 +8,7 @@
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
 import type { Deps } from '../deps';
+import { snapshottedRuns } from '../engine/leaderboards';
 import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
 import { isCluster } from '../redis/client';
 import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';
@@ -168,7 +169,9 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
   const max = String(board?.maxParticipants ?? 1000);
   const streak = board?.rankBy === 'streak' ? '1' : '0';
   const bk = deps.keys.board(boardId);
-  const rows = await boardUpdates(deps, boardId);
+  // Finalised runs whose snapshot is taken are read from it; their Redis state was dropped.
+  const done = await snapshottedRuns(deps, boardId);
+  const rows = (await boardUpdates(deps, boardId)).filter((u) => !done.has(u.runStart));
   for (let i = 0; i < rows.length; i += 500) {
     const pipe = crossSlotPipeline(deps.redis);
     for (const u of rows.slice(i, i + 500)) {

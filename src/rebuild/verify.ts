@@ -4,6 +4,7 @@
  * in the outbox are in Redis but not yet in Postgres.
  */
 import type { Deps } from '../deps';
+import { snapshottedRuns } from '../engine/leaderboards';
 import { idempotencyKeyNames, userKeyNames } from './rebuild';
 import { DAY_MS } from '../engine/idempotency';
 import {
@@ -221,7 +222,10 @@ async function verifyBoards(
     latest.set(k, r);
     if (!group.has(k)) group.set(k, r.groupKey!);
   }
-  const entries = [...latest.entries()];
+  // Finalised runs whose snapshot is taken are read from it; their Redis state was dropped.
+  const done = new Map<string, Set<string>>();
+  for (const id of new Set(rows.map((r) => r.leaderboardId))) done.set(id, await snapshottedRuns(deps, id));
+  const entries = [...latest.entries()].filter(([, r]) => !done.get(r.leaderboardId)?.has(r.runStart));
   const pipe = crossSlotPipeline(deps.redis);
   for (const [, r] of entries) pipe.hget(deps.keys.board(r.leaderboardId).members(r.runStart), r.userId);
   const metas = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);

@@ -22,7 +22,7 @@ import { leaderboardRunResults, users } from '../db/schema';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
-import { finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
+import { dropFinalisedRun, finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
 import { addDays, instantOfLocalMidnight, periodBounds, type Frequency } from '../engine/periods';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from '../engine/runs';
 import { runUserOp } from '../engine/user-op';
@@ -484,6 +484,7 @@ export class Scheduler {
         if (at === null) break;
         await finaliseRun(this.deps, b, run);
         await this.runFinished(b, run, at);
+        await dropFinalisedRun(this.deps, b, run);
         finalised++;
         fi++;
         await this.deps.redis.hset(this.deps.keys.sched.done, `lb|${b.id}|final`, String(fi));
