@@ -23,6 +23,7 @@ KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
              here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
 KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
+KEYS[input.shki] the user's streak period history (string; lib/common.lua)
 KEYS[input.uki] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
              window bucket and of the one before it
@@ -101,6 +102,19 @@ if exists and not prior and user.tz and user.tz ~= (prof.tz or 'UTC') then
 end
 
 local st = loadStreak(K_STREAK, S.epoch)
+-- The period history, read only when needed (an event that adds no period does not).
+local function streakHistory()
+  if st.hist == nil then
+    if st.legacyHist then
+      st.hist = st.legacyHist
+    elseif st.fresh then
+      st.hist = ''
+    else
+      st.hist = redis.call('GET', KEYS[input.shki]) or ''
+    end
+  end
+  return st.hist
+end
 local cur = input.periodIdx
 
 -- Streak as seen now, without writing (rollover projected).
@@ -268,7 +282,7 @@ end
 local restore = nil
 if op == 'restore' then
   local best, bestIdx = 0, nil
-  histEach(st.hist, function(idx, len)
+  histEach(streakHistory(), function(idx, len)
     if idx >= input.fromIdx and idx <= cur and (len > best or (len == best and bestIdx and idx > bestIdx)) then
       best, bestIdx = len, idx
     end
@@ -429,18 +443,17 @@ if S.on or st.freezeInit or granted then
   -- The fields about to be written, except period history (kept in streak_periods): rebuild merges them.
   streakFields = {}
   for i = 1, #sf do streakFields[i] = sf[i] end
+  redis.call('HSET', K_STREAK, unpack(sf))
+  if st.legacy and #st.legacy > 0 then redis.call('HDEL', K_STREAK, unpack(st.legacy)) end
   if S.on and #periods > 0 then
     local entries = {}
     for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
-    st.hist = histAppend(st.hist, entries)
+    redis.call('SET', KEYS[input.shki], histAppend(streakHistory(), entries))
+  elseif st.legacyHist and st.legacyHist ~= '' then
+    redis.call('SET', KEYS[input.shki], st.legacyHist)
+  elseif st.staleHist then
+    redis.call('DEL', KEYS[input.shki])
   end
-  if st.hist ~= '' and (st.hist ~= st.raw.hist or st.legacy) then
-    sf[#sf + 1] = 'hist'
-    sf[#sf + 1] = st.hist
-  end
-  redis.call('HSET', K_STREAK, unpack(sf))
-  if st.legacy and #st.legacy > 0 then redis.call('HDEL', K_STREAK, unpack(st.legacy)) end
-  if st.hist == '' and st.raw.hist then redis.call('HDEL', K_STREAK, 'hist') end
   if st.started == nil or st.started == '' then st.started = nil end
 end
 

@@ -117,12 +117,13 @@ local function rollover(freq, st, cur, pauses, freezesOn, skip)
   return resolved, lost
 end
 
--- Period history kept in the streak hash (field `hist`): the newest HIST_MAX met or bridged periods of
--- the current settings epoch, oldest first, as "<idx>:<length>[f|p]" joined by ',' (f = bridged by a
--- freeze, p = by a pause). 100 covers the longest history a read can ask (historyPeriods <= 100) and
--- every restore look-back (90 days, 53 weeks, 24 months); older periods live only in streak_periods.
--- Older layouts kept one field per period (h:<epoch>:<idx>); loadStreak folds those in and the next
--- write removes them.
+-- Period history, a string key of its own beside the streak hash (so the hash stays small and compact,
+-- and an event that adds no period never reads it): the newest HIST_MAX met or bridged periods of the
+-- hash's settings epoch, oldest first, as "<idx>:<length>[f|p]" joined by ',' (f = bridged by a freeze,
+-- p = by a pause). 100 covers the longest history a read can ask (historyPeriods <= 100) and every
+-- restore look-back (90 days, 53 weeks, 24 months); older periods live only in streak_periods. Older
+-- layouts kept one field per period in the hash (h:<epoch>:<idx>); loadStreak folds those in
+-- (st.legacyHist) and the next write moves them.
 local HIST_MAX = 100
 
 local function histEntry(idx, length, freeze, pause)
@@ -176,7 +177,6 @@ local function loadStreak(key, epoch)
     pauses = h.pauses and cjson.decode(h.pauses) or {},
     freezeInit = h.freezeInit,
     raw = h,
-    hist = h.hist or '',
   }
   if legacy then
     -- Fold the old per-period fields into hist (entries of this epoch, by period).
@@ -188,7 +188,7 @@ local function loadStreak(key, epoch)
     table.sort(entries, function(a, b) return a[1] < b[1] end)
     local strs = {}
     for _, x in ipairs(entries) do strs[#strs + 1] = histEntry(x[1], x[2], x[3], x[4]) end
-    st.hist = histAppend('', strs)
+    st.legacyHist = histAppend('', strs)
   end
   if num(h.epoch, -1) == epoch then
     st.length = num(h.length, 0)
@@ -204,7 +204,8 @@ local function loadStreak(key, epoch)
     st.lengthAt = 0
     st.metAt = 0
     st.curMet = false
-    if not legacy then st.hist = '' end
+    -- A state of another epoch: its period history is discarded with it.
+    st.staleHist = h.epoch ~= nil
   end
   return st
 end

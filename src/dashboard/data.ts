@@ -245,7 +245,10 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
   pipe.hgetall(k.streak);
   pipe.hgetall(k.achievements);
   for (const s of systemIds) pipe.lrange(k.awards(s), 0, 99);
+  pipe.get(k.streakHistory);
   const res = await execValues(pipe);
+  const hist = res[res.length - 1] as string | null;
+  if (hist) (res[3] as Record<string, string>).hist = hist;
   const val = (i: number) => res[i];
   const profile = (val(0) ?? {}) as Record<string, string>;
   if (!profile.created) return null;

@@ -285,8 +285,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     keys.op(eventId),
     ...systemKeys,
     keys.users,
+    keys.streakHistory,
   ];
-  const usersKi = allKeys.length;
+  const usersKi = allKeys.length - 1;
+  const streakHistoryKi = allKeys.length;
   if (idemKeys?.previous && idemKeys.old) allKeys.push(idemKeys.previous, idemKeys.old);
   const idem =
     op.kind === 'event' && op.idempotencyKey && idemKeys
@@ -333,6 +335,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
           : undefined,
       idem,
       uki: usersKi,
+      shki: streakHistoryKi,
       mustExist:
         op.kind === 'upsert'
           ? op.mustExist

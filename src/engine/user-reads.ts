@@ -25,6 +25,7 @@ export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): 
   const pipe = deps.redis.pipeline();
   pipe.hgetall(keys.profile);
   for (const part of parts) pipe.hgetall(keys[part]);
+  if (parts.includes('streak')) pipe.get(keys.streakHistory);
   const res = await execValues(pipe);
   const profile = (res[0] ?? {}) as Profile;
   if (!profile.created) return null;
@@ -32,6 +33,9 @@ export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): 
   parts.forEach((part, i) => {
     state[part] = (res[i + 1] ?? {}) as Record<string, string>;
   });
+  // The period history is a key of its own; reads see it as the streak's `hist` (streak-view.ts).
+  const hist = res[parts.length + 1] as string | null | undefined;
+  if (parts.includes('streak') && hist) state.streak.hist = hist;
   return state;
 }
 

@@ -56,6 +56,7 @@ export function userKeyNames(ctx: RebuildContext, s: Pick<UserState, 'keys'>): s
     k.streak,
     k.boards,
     ...ctx.systems.map((sys) => k.awards(sys.id)),
+    k.streakHistory,
   ];
 }
 
@@ -96,6 +97,10 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
       keys++;
     }
     pipe.zadd(s.keys.users, String(s.created), s.userId);
+    if (s.streakHistory) {
+      pipe.set(s.keys.streakHistory, s.streakHistory);
+      keys++;
+    }
     for (const [sys, list] of Object.entries(s.awards)) {
       if (!list.length) continue;
       pipe.rpush(s.keys.awards(sys), ...list);

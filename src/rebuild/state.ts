@@ -10,7 +10,8 @@
  * | achievements | `achievement_completions`, JSON-encoded by the same Lua constructor |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
  * | awards:<system> | the newest 20 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
- * | streak | `user_states.streak` (fields as last written) + `hist`: the newest 100 `streak_periods` of its epoch |
+ * | streak | `user_states.streak` (fields as last written) |
+ * | shist | the newest 100 `streak_periods` of the streak's epoch |
  * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
 import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
@@ -71,6 +72,8 @@ export interface UserState {
   achievements: Record<string, string>;
   points: Record<string, string>;
   streak: Record<string, string>;
+  /** The streak period history key's value (the newest 100 periods of the streak's epoch). */
+  streakHistory?: string;
   /** Idempotency hashes by Redis key (the forever hash, or the window buckets still alive). */
   idem: Record<string, Record<string, string>>;
   /** When each idempotency hash expires (ms), for the window buckets. */
@@ -372,7 +375,7 @@ export async function loadUserStates(
         if (s.longestAt[f] === undefined || at < s.longestAt[f]!) s.longestAt[f] = at;
       }
     }
-    if (history.length) s.streak.hist = formatHistory(history);
+    if (history.length) s.streakHistory = formatHistory(history);
     out.push(s);
   }
   const enc = await encodeJson(deps, toEncode);

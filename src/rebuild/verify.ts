@@ -136,6 +136,7 @@ async function verifyUsers(
     idemKeys.set(s.userId, idem);
     for (const key of idem) pipe.hgetall(key);
     pipe.zscore(s.keys.users, s.userId);
+    pipe.get(s.keys.streakHistory);
   }
   const res = ((await pipe.exec()) ?? []).map(([err, v]) => {
     if (err) throw err;
@@ -190,6 +191,14 @@ async function verifyUsers(
     const indexed = res[k++] as string | null;
     if (indexed !== String(s.created))
       diffs.push({ userId: s.userId, what: 'shard user index', redis: indexed, postgres: String(s.created) });
+    const hist = res[k++] as string | null;
+    if (hist !== (s.streakHistory ?? null))
+      diffs.push({
+        userId: s.userId,
+        what: 'streak history',
+        redis: hist,
+        postgres: s.streakHistory ?? null,
+      });
   }
   await verifyBoards(deps, ctx, states, diffs);
 }
