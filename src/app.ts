@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
-import { contextStorage } from 'hono/context-storage';
 import { dashboardRoutes } from './dashboard';
+import { actorContext } from './config-as-code/audit';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
 import type { AppEnv } from './http/env';
@@ -56,8 +56,8 @@ export function createApp(deps: Deps) {
   );
 
   // The audit log reads which admin key made a change from the request context.
-  app.use('/admin/v1/*', contextStorage());
-  app.use('/dashboard/*', contextStorage());
+  app.use('/admin/v1/*', actorContext);
+  app.use('/dashboard/*', actorContext);
 
   const v1 = v1Routes(deps, registry);
   app.route('/v1', v1.routes);
