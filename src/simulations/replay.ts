@@ -72,6 +72,12 @@ export interface ReplayOptions {
   onProgress?: (done: number) => void;
   /** Checked between items: true stops the replay (it throws ReplayCancelled). */
   cancelled?: () => boolean;
+  /**
+   * Streak rollovers before a user's next op: 'auto' (default) leaves them to that op, which resolves
+   * the ended periods the same way, unless a streak leaderboard or freeze auto-earn makes their timing
+   * visible; 'all' runs every one at its time, like the scheduler.
+   */
+  rollovers?: 'auto' | 'all';
 }
 
 export class ReplayCancelled extends Error {
@@ -142,6 +148,10 @@ export async function replayHistory(
         }
       : null;
   const timelines = new Map<string, UserTimeline>();
+  const lazyRollovers =
+    (opts.rollovers ?? 'auto') === 'auto' &&
+    !earn &&
+    !snapshot.leaderboards.some((b) => b.rankBy === 'streak');
 
   const tally = (r: UserOpResult) => {
     for (const p of r.points) {
@@ -229,6 +239,8 @@ export async function replayHistory(
         next = tl.freezeSlot;
         what = 'freeze';
       }
+      // A rollover before the user's next op: that op resolves the ended periods itself.
+      if (lazyRollovers && !inclusive && due(tl.rollover)) tl.rollover = null;
       if (due(tl.rollover) && tl.rollover < next) {
         next = tl.rollover;
         what = 'rollover';
@@ -292,6 +304,13 @@ export async function replayHistory(
   let failure: unknown = null;
   let done = 0;
   let lastProgress = 0;
+  let trimmedAt = 0;
+  // The replay's outbox records have no reader: trimmed as it goes, so memory stays bounded.
+  const trimOutboxes = async () => {
+    const pipe = crossSlotPipeline(base.redis);
+    for (let shard = 0; shard < base.keys.shards; shard++) pipe.xtrim(base.keys.outbox(shard), 'MAXLEN', 0);
+    await execValues(pipe);
+  };
   const submit = async (userId: string, work: () => Promise<void>) => {
     const p = (chains.get(userId) ?? Promise.resolve()).then(work);
     chains.set(userId, p);
@@ -320,6 +339,10 @@ export async function replayHistory(
         if (!timelines.has(item.userId)) continue;
         await submit(item.userId, () => handle(item));
         done++;
+      }
+      if (out.ops - trimmedAt >= 20_000) {
+        trimmedAt = out.ops;
+        await trimOutboxes();
       }
       if (opts.onProgress && Date.now() - lastProgress > 250) {
         lastProgress = Date.now();
