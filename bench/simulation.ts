@@ -4,7 +4,7 @@
  * spread over 30 days), then runs one whole simulation (current + draft replays, report) and prints
  * the replay rate of each side. Uses the local Redis under a throwaway prefix and drops its database.
  *
- *   npm run bench:simulation -- [--users 5000] [--events 200000] [--concurrency 64]
+ *   npm run bench:simulation -- [--users 5000] [--events 200000] [--boards 0]
  */
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
@@ -78,7 +78,7 @@ async function main() {
       frequency: 'daily',
       conditions: [{ metricId: lessons.id, threshold: 1 }],
     });
-    await admin('POST', '/leaderboards', [
+    if (arg('boards', 1)) await admin('POST', '/leaderboards', [
       { key: 'xp', name: 'XP', rankBy: 'points', pointsSystemId: xp.id, start: startDay, status: 'active' },
       {
         key: 'weekly',

@@ -104,6 +104,8 @@ export function replayDeps(deps: Deps, prefix: string, snapshot: Snapshot): Deps
     keys: new Keys(prefix, deps.config.USER_SHARDS),
     catalog: catalog as Catalog,
     afterCommit: undefined,
+    // The report ranks users by their final board values; per-op ranking writes would only cost time.
+    rankings: false,
   };
 }
 
