@@ -44,7 +44,9 @@ async function main() {
   const deps = await createDeps(config, { logger: createLogger('silent') });
   try {
     const adm = generateApiKey();
-    await deps.db.insert(apiKeys).values({ name: 'bench', kind: 'admin', prefix: adm.prefix, secretHash: adm.secretHash });
+    await deps.db
+      .insert(apiKeys)
+      .values({ name: 'bench', kind: 'admin', prefix: adm.prefix, secretHash: adm.secretHash });
     await deps.catalog.reload();
     const app = createApp(deps);
     const admin = async (method: string, path: string, body?: unknown) => {
@@ -54,7 +56,8 @@ async function main() {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const json = (await res.json()) as any;
-      if (res.status >= 300 || json.issues?.length) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
+      if (res.status >= 300 || json.issues?.length)
+        throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
       return json;
     };
     const start = new Date(Date.now() - DAYS * 86_400_000);
@@ -78,19 +81,20 @@ async function main() {
       frequency: 'daily',
       conditions: [{ metricId: lessons.id, threshold: 1 }],
     });
-    if (arg('boards', 1)) await admin('POST', '/leaderboards', [
-      { key: 'xp', name: 'XP', rankBy: 'points', pointsSystemId: xp.id, start: startDay, status: 'active' },
-      {
-        key: 'weekly',
-        name: 'Weekly lessons',
-        rankBy: 'metric',
-        metricId: lessons.id,
-        start: startDay,
-        runUnit: 'day',
-        runInterval: 7,
-        status: 'active',
-      },
-    ]);
+    if (arg('boards', 1))
+      await admin('POST', '/leaderboards', [
+        { key: 'xp', name: 'XP', rankBy: 'points', pointsSystemId: xp.id, start: startDay, status: 'active' },
+        {
+          key: 'weekly',
+          name: 'Weekly lessons',
+          rankBy: 'metric',
+          metricId: lessons.id,
+          start: startDay,
+          runUnit: 'day',
+          runInterval: 7,
+          status: 'active',
+        },
+      ]);
     // The history: users created at the start, events spread evenly over the 30 days.
     const sql = deps.sql;
     const t0 = Date.now();

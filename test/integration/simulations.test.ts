@@ -238,4 +238,56 @@ describe('simulations', () => {
       Object.fromEntries([...m].map(([id, byDay]) => [id, Object.fromEntries(byDay)]));
     expect(tallies(auto.outcome.awards)).toEqual(tallies(all.outcome.awards));
   });
+
+  it('the dashboard starts a simulation from a pasted draft and shows its report with charts side by side', async () => {
+    const jar = new Map<string, string>();
+    const request = async (method: string, path: string, form?: Record<string, string>) => {
+      const headers: Record<string, string> = {};
+      if (jar.size) headers.Cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      const init: RequestInit = { method, headers, redirect: 'manual' };
+      if (form) {
+        init.body = new URLSearchParams(form).toString();
+        headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      }
+      const res = await t.app.request(path, init);
+      for (const c of res.headers.getSetCookie()) {
+        const [k, v] = c.split(';')[0]!.split('=');
+        if (/max-age=0/i.test(c) || v === '') jar.delete(k!);
+        else jar.set(k!, v!);
+      }
+      return { res, text: await res.text() };
+    };
+    const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const login = await request('GET', '/dashboard/login');
+    await request('POST', '/dashboard/login', {
+      _csrf: csrfOf(login.text),
+      key: t.adminKey,
+      next: '/dashboard',
+    });
+    const page = await request('GET', '/dashboard/simulations');
+    expect(page.res.status).toBe(200);
+    expect(page.text).toContain('laurel.config/v1');
+    const bad = await request('POST', '/dashboard/simulations', {
+      _csrf: csrfOf(page.text),
+      document: '{"format":1}',
+    });
+    expect(bad.res.status).toBe(422);
+    const draft = clone(doc);
+    draft.pointsSystems[0].levels.push({ key: 'gold', name: 'Gold', points: 120 });
+    const started = await request('POST', '/dashboard/simulations', {
+      _csrf: csrfOf(page.text),
+      document: JSON.stringify(draft),
+      prune: 'on',
+    });
+    expect(started.res.status).toBe(303);
+    const at = started.res.headers.get('location')!;
+    expect(at).toMatch(/^\/dashboard\/simulations\/[0-9a-f-]{36}$/);
+    await settleSimulations();
+    const shown = await request('GET', at);
+    expect(shown.res.status).toBe(200);
+    expect(shown.text).toContain('Self-check');
+    expect(shown.text).toContain('Gold');
+    expect((shown.text.match(/<svg class="chart"/g) ?? []).length).toBeGreaterThanOrEqual(4);
+    expect(shown.text).toContain('class="grid halves"');
+  });
 });
