@@ -4,6 +4,9 @@ import { Keys } from '../../src/redis/keys';
 import { loadUsers, recordedItems } from '../../src/simulations/history';
 import { deletePrefix, replayHistory } from '../../src/simulations/replay';
 import { settleSimulations } from '../../src/simulations/runs';
+import { HistoryWriter } from '../../src/workers/history-writer';
+import { historyHooks } from '../../src/workers/index';
+import { Scheduler } from '../../src/workers/scheduler';
 import { readSummaries } from '../../src/simulations/summary';
 import { keysUnder, createTestServer, type TestServer } from '../helpers/server';
 import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys } from './rebuild-helpers';
@@ -37,13 +40,37 @@ beforeAll(async () => {
   await t.admin('POST', `/points/${setup.systemId}/triggers`, [
     { type: 'achievement', points: 5, achievementId: api.body.created[0].id, status: 'active' },
   ]);
+  // A time trigger (granted by the scheduler at its slots) and a webhook endpoint that would record
+  // a delivery for anything a replay leaked into the live history.
+  await t.admin('POST', `/points/${setup.systemId}/triggers`, [
+    { type: 'time', points: 1, timeUnit: 'hours', timeInterval: 12, status: 'active' },
+  ]);
+  await t.admin('POST', '/webhooks', [
+    {
+      url: 'https://example.com/hooks',
+      eventTypes: [
+        'achievement.completed',
+        'points.changed',
+        'points.level_changed',
+        'leaderboard.rank_changed',
+      ],
+    },
+  ]);
   await mixedLoad(t, { users: USERS - 1, days: 5, prefix: 'sim' });
   for (const id of ['sim-2', 'sim-5']) {
     const r = await t.api('POST', `/v1/achievements/helper/complete`, { user: { id } });
     expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
   }
   await sendEvent(t, 'lessons', { id: 'sim-3' }, 2);
+  // As the workers would: the writer (with the scheduler's hooks) enters the due work, the scheduler
+  // grants every time-trigger slot and rolls streaks over, the writer records it.
+  const writer = new HistoryWriter(t.deps, { hooks: historyHooks, consumer: 'sim', claimIdleMs: 0 });
+  for (let n = await writer.drainOnce(); n > 0; n = await writer.drainOnce()) {}
+  const pass = await new Scheduler(t.deps).runOnce();
+  expect(pass.grants).toBeGreaterThan(USERS * 5);
   await drain(t);
+  const [deliveries] = await t.deps.sql`select count(*)::int as n from webhook_deliveries`;
+  expect(deliveries!.n).toBeGreaterThan(0);
   doc = (await t.admin('GET', '/config')).body;
 });
 afterAll(async () => t.close());
@@ -66,6 +93,10 @@ describe('simulations', () => {
     }
     for (const a of r.achievements) expect(a.completions.current).toBe(a.completions.draft);
     expect(r.achievements.find((a: any) => a.key === 'helper').completions.current).toBe(2);
+    // Every trigger kind awarded something: time slots replayed at their times, boosts, streaks.
+    const xp = r.points.find((p: any) => p.key === 'xp');
+    for (const type of ['metric', 'time', 'user_creation', 'achievement', 'streak'])
+      expect(xp.triggers.some((tr: any) => tr.type === type && tr.awards.current.count > 0), type).toBe(true);
     for (const b of r.leaderboards) {
       expect(b.top.current).toEqual(b.top.draft);
       expect(b.rankChanges).toBe(0);
@@ -141,6 +172,8 @@ describe('simulations', () => {
     expect(read.status).toBe(200);
     await settleSimulations();
     expect((await t.admin('GET', `/simulations/${res.body.id}`)).body.status).toBe('done');
+    // Nothing reached the live outboxes (streams are not in the key fingerprint).
+    expect(await drain(t)).toBe(0);
     expect(await snapshotKeys(t)).toEqual(keysBefore);
     expect(await rows()).toEqual(rowsBefore);
     // The replays' keys are gone; only the simulation records remain.
