@@ -144,7 +144,20 @@ export class TooManySimulations extends Error {
  * TooManySimulations when MAX_RUNNING already run.
  */
 export async function startSimulation(deps: Deps, input: StartInput): Promise<SimulationRecord> {
-  if ((await running(deps)) >= MAX_RUNNING) throw new TooManySimulations();
+  // Starts of this process still validating their draft count too (two requests at once get one slot each).
+  const pending = starting.get(deps.keys.prefix) ?? 0;
+  starting.set(deps.keys.prefix, pending + 1);
+  try {
+    if ((await running(deps)) + pending >= MAX_RUNNING) throw new TooManySimulations();
+    return await start(deps, input);
+  } finally {
+    starting.set(deps.keys.prefix, (starting.get(deps.keys.prefix) ?? 1) - 1);
+  }
+}
+
+const starting = new Map<string, number>();
+
+async function start(deps: Deps, input: StartInput): Promise<SimulationRecord> {
   const now = deps.clock.now();
   const window: HistoryWindow = { from: input.from ?? null, to: input.to ?? now };
   const prune = input.prune ?? true;
@@ -215,6 +228,12 @@ export async function deleteSimulation(deps: Deps, id: string): Promise<boolean>
   await deps.redis.del(k.record(id));
   await deps.redis.zrem(k.index, id);
   return true;
+}
+
+/** Cancels this process's running simulations and waits for them to clean up (shutdown). */
+export async function cancelLocalSimulations(): Promise<void> {
+  for (const e of local.values()) e.cancelled = true;
+  await settleSimulations();
 }
 
 /** Waits for this process's running simulations (tests and shutdown). */

@@ -96,7 +96,10 @@ describe('simulations', () => {
     // Every trigger kind awarded something: time slots replayed at their times, boosts, streaks.
     const xp = r.points.find((p: any) => p.key === 'xp');
     for (const type of ['metric', 'time', 'user_creation', 'achievement', 'streak'])
-      expect(xp.triggers.some((tr: any) => tr.type === type && tr.awards.current.count > 0), type).toBe(true);
+      expect(
+        xp.triggers.some((tr: any) => tr.type === type && tr.awards.current.count > 0),
+        type,
+      ).toBe(true);
     for (const b of r.leaderboards) {
       expect(b.top.current).toEqual(b.top.draft);
       expect(b.rankChanges).toBe(0);
@@ -209,9 +212,9 @@ describe('simulations', () => {
   });
 
   it('refuses a third simulation while two run, and cancels one', async () => {
-    const a = await t.admin('POST', '/simulations', { config: doc });
-    const b = await t.admin('POST', '/simulations', { config: doc });
-    const c = await t.admin('POST', '/simulations', { config: doc });
+    // Three at once: the third is refused even while the first two are still validating their draft.
+    const post = () => t.admin('POST', '/simulations', { config: doc });
+    const [a, b, c] = await Promise.all([post(), post(), post()]);
     expect([a.status, b.status]).toEqual([202, 202]);
     expect(c.status).toBe(409);
     expect(typeof c.body.error).toBe('string');

@@ -170,7 +170,7 @@ export const SimulationSchema = z
   })
   .openapi('Simulation');
 
-const ok = (description: string, status = SimulationSchema) => ({
+const ok = (description: string, status: z.ZodType = SimulationSchema) => ({
   description,
   content: { 'application/json': { schema: status } },
 });
@@ -235,7 +235,7 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     tags,
     summary: 'Recent simulations, newest first (without their reports)',
     responses: {
-      200: ok('Simulations', z.array(SimulationSchema) as unknown as typeof SimulationSchema),
+      200: ok('Simulations', z.array(SimulationSchema)),
       401: error('Missing or invalid admin key'),
     },
   });
