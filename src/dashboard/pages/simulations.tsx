@@ -27,14 +27,14 @@ const statusOf = (r: SimulationRecord) =>
   r.status === 'done' ? 'active' : r.status === 'running' ? 'scheduled' : 'inactive';
 
 /** Two charts (or tables) side by side: current left, draft right. */
-const Sides: FC<{ current: unknown; draft: unknown }> = (p) => (
+const Sides: FC<{ current: unknown; draft: unknown; title?: string }> = (p) => (
   <div class="grid halves">
     <div>
-      <div class="sub">Current</div>
+      <div class="sub">{p.title ? `${p.title}: current` : 'Current'}</div>
       {p.current as never}
     </div>
     <div>
-      <div class="sub">Draft</div>
+      <div class="sub">{p.title ? `${p.title}: draft` : 'Draft'}</div>
       {p.draft as never}
     </div>
   </div>
@@ -95,6 +95,7 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
           → {fmt(p.distribution.draft?.max ?? null)}
         </p>
         <Sides
+          title="Users by total"
           current={
             <BarChart
               width={420}
@@ -112,6 +113,7 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
         />
         {p.awardsPerDay.length ? (
           <Sides
+            title="Points awarded per day (UTC)"
             current={
               <BarChart
                 width={420}
@@ -218,9 +220,10 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
       <div class="card">
         <h3>Streak lengths</h3>
         <Sides
+          title="Users by streak length"
           current={
             <BarChart
-              width={260}
+              width={300}
               height={150}
               unit="users by streak length"
               bars={r.streaks.histogram.map((h) => ({
@@ -231,7 +234,7 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
           }
           draft={
             <BarChart
-              width={260}
+              width={300}
               height={150}
               unit="users by streak length"
               bars={r.streaks.histogram.map((h) => ({
