@@ -270,9 +270,21 @@ async function execute(
     if ((await deps.redis.get(k.cancel(r.id))) !== null) remoteCancel = true;
   };
   const cancelled = () => entry.cancelled || remoteCancel;
+  // A heartbeat of its own: phases without progress (reads, the report) must not look like a stopped run.
+  const heartbeat = setInterval(() => void beat(true).catch(() => {}), STALE_MS / 6);
+  heartbeat.unref();
   try {
     const users = await loadUsers(deps, plan.sample, plan.window);
     const ids = [...users.keys()].sort();
+    // Live state is read first, as close to the end of the window as possible: what the scheduler and
+    // new traffic do while the replays run must not count as a mismatch.
+    const live: Map<string, UserSummary> = await readSummaries(
+      deps,
+      deps.keys,
+      plan.current,
+      ids,
+      plan.window.to,
+    );
     const filter = 'all' in plan.sample ? null : ids;
     const total = await countItems(deps, filter, plan.window);
     let events = 0;
@@ -317,13 +329,7 @@ async function execute(
     const cur = await replay('current', plan.current, [0, 0.48]);
     const draft = await replay('draft', plan.draft, [0.48, 0.96]);
     r.phase = 'report';
-    const live: Map<string, UserSummary> = await readSummaries(
-      deps,
-      deps.keys,
-      plan.current,
-      ids,
-      plan.window.to,
-    );
+
     r.report = buildReport({
       window: plan.window,
       userIds: ids,
@@ -349,6 +355,7 @@ async function execute(
       r.error = String((err as Error)?.message ?? err);
     }
   } finally {
+    clearInterval(heartbeat);
     r.phase = null;
     r.etaSeconds = null;
     r.finishedAt = new Date().toISOString();
