@@ -309,7 +309,8 @@ export function buildReport(inp: ReportInput): SimulationReport {
     }
     const entries = userIds
       .map((id) => ({ userId: id, e: m.get(id)?.boards[key] }))
-      .filter((x) => x.e && x.e.run === run && x.e.value !== 0)
+      // Only positive values are ranked (lua/lib/board.lua).
+      .filter((x) => x.e && x.e.run === run && x.e.value > 0)
       .map((x) => ({ userId: x.userId, value: x.e!.value }))
       .sort((a, b) => b.value - a.value || (a.userId < b.userId ? -1 : 1))
       .map((x, i) => ({ rank: i + 1, ...x }));
