@@ -24,6 +24,11 @@ export interface Deps {
    * wait for the commit, such as backdating, is handed over here and started with the process's deps.
    */
   afterCommit?: (task: (committed: Deps) => Promise<void>) => void;
+  /**
+   * false in simulation replays (src/simulations/): ops keep every per-user value, board values
+   * included, but leaderboard rankings are not maintained (the report ranks the final values).
+   */
+  rankings?: boolean;
 }
 
 export interface DepsOverrides {

@@ -7,6 +7,7 @@ import { runMigrations } from './db/migrate';
 import { closeDeps, createDeps } from './deps';
 import { answerMetricsRequests, startMetricsServer } from './metrics/server';
 import { startWorkers } from './workers';
+import { cancelLocalSimulations } from './simulations/runs';
 
 let config: ReturnType<typeof loadConfig>;
 try {
@@ -78,6 +79,8 @@ async function shutdown(signal: string) {
     await Promise.all(apis.map((w) => (w && !w.isDead() ? new Promise((r) => w.once('exit', r)) : null)));
   }
   if (workers) await workers.stop();
+  // Running simulations stop and delete their replay keys while Redis is still connected.
+  await cancelLocalSimulations();
   await closeDeps(deps);
   process.exit(0);
 }

@@ -103,7 +103,12 @@ type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
 export async function runConfig(
   deps: Deps,
   doc: ConfigDocument,
-  opts: { prune: boolean; apply: boolean },
+  opts: {
+    prune: boolean;
+    apply: boolean;
+    /** Sees the configuration as the document leaves it, inside the transaction (simulations' draft). */
+    inspect?: (draft: Snapshot) => void;
+  },
 ): Promise<{ result: PlanResult; applied: boolean }> {
   const actor = currentActor('config');
   return serialise(deps, async () => {
@@ -136,6 +141,10 @@ export async function runConfig(
               'apply would be refused',
             ),
           });
+        }
+        if (opts.inspect) {
+          await cat.reload();
+          opts.inspect(cat.snapshot);
         }
         if (!opts.apply || result.issues.some((i) => i.severity === 'error')) throw new Rollback(result);
         await cat.reload();

@@ -12,6 +12,7 @@ import { mountConnectPages } from './pages/connect';
 import { mountLeaderboardPages } from './pages/leaderboards';
 import { mountOverview } from './pages/overview';
 import { mountPointsPages } from './pages/points';
+import { mountSimulationPages } from './pages/simulations';
 import { mountUserPages } from './pages/users';
 import {
   clearSessionCookie,
@@ -171,6 +172,7 @@ export function dashboardRoutes(deps: Deps) {
   mountLeaderboardPages(app, deps);
   mountConnectPages(app, deps);
   mountConfigCodePages(app, deps);
+  mountSimulationPages(app, deps);
   app.onError((err, c) => {
     if (err instanceof AppError && err.status < 500) {
       return c.html(<Problem title="Not available" text={err.message} />, err.status);

@@ -30,6 +30,7 @@ const NAV: Array<[string, string] | string> = [
   ['/dashboard/points', 'Points'],
   ['/dashboard/leaderboards', 'Leaderboards'],
   ['/dashboard/config-code', 'As code'],
+  ['/dashboard/simulations', 'What-if'],
   'Connect',
   ['/dashboard/webhooks', 'Webhooks'],
   ['/dashboard/integration', 'Integration'],

@@ -316,7 +316,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     }
     const boards = boardsFor(snap, plan, op, now, date);
     // On a single Redis the user script also moves the user on boards without breakdowns.
-    const fused = fuseBoards(deps, boards, op.user.id, allKeys);
+    const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, op.user.id, allKeys);
     const input = {
       op: op.kind,
       now,
@@ -408,7 +408,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
     // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
     // follow from the outbox (src/workers/globals.ts).
-    const moves = rest.length ? await applyBoardUpdates(deps, { ...result, boards: rest }) : [];
+    const moves =
+      rest.length && deps.rankings !== false
+        ? await applyBoardUpdates(deps, { ...result, boards: rest })
+        : [];
     result.boardMoves = made.size
       ? result.boards
           .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))

@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { webhookDeliveries } from '../../src/db/schema';
+import { settleSimulations } from '../../src/simulations/runs';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { createTestServer, type TestServer } from '../helpers/server';
 
@@ -393,6 +394,24 @@ describe('dashboard in a browser', () => {
     expect(await page.content()).not.toContain(key);
     await page.click(`tr:has-text("Mobile backend") button:has-text("Revoke")`);
     await expect(flash()).resolves.toContain('Key revoked');
+  });
+
+  it('previews a draft on the recorded history: doubled trigger points and a new level, side by side', async () => {
+    await t.settle();
+    await go('/dashboard/simulations');
+    const doc = JSON.parse(await page.inputValue('#f-document'));
+    const xp = doc.pointsSystems[0];
+    xp.triggers[0].points *= 2;
+    xp.levels.push({ key: 'what-if-gold', name: 'Gold (draft)', points: 60 });
+    await page.fill('#f-document', JSON.stringify(doc, null, 2));
+    await page.click(`form[action="/dashboard/simulations"] button[type=submit]`);
+    await page.waitForURL(/\/dashboard\/simulations\/[0-9a-f-]{36}$/);
+    await settleSimulations();
+    await page.reload();
+    await expect(page.locator('.stat').first().textContent()).resolves.toContain('Users replayed');
+    await expect(page.locator('svg.chart').count()).resolves.toBeGreaterThanOrEqual(4);
+    await expect(page.content()).resolves.toContain('Gold (draft)');
+    await shot('simulation');
   });
 
   it('signs out', async () => {

@@ -15,6 +15,7 @@ import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
 import { mountConfig } from './config';
 import { mountRebuild } from './rebuild';
+import { mountSimulations } from './simulations';
 import { mountStreakOps } from './streak-ops';
 import { mountStreakPauses } from './streak-pauses';
 import { mountStreakSettings } from './streak-settings';
@@ -39,6 +40,7 @@ export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   mountStreakOps(app, deps, registry);
   mountRebuild(app, deps, registry);
   mountConfig(app, deps, registry);
+  mountSimulations(app, deps, registry);
   // (helpers add one mount line per resource here)
   return app;
 }
