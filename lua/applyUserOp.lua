@@ -18,7 +18,8 @@ KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
 KEYS[7] idempotency hash (the current window bucket, or the forever hash)
 KEYS[8] board values hash (boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run
         before it)    KEYS[9] shard outbox stream
-KEYS[10] this op's reply marker (kept 10 s: a retried call with the same op id returns it)
+KEYS[10] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
+         returns it; batch items keep theirs until their chunk is recorded, src/engine/batch-events.ts)
 KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
              here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
@@ -703,5 +704,5 @@ local reply = cjson.encode({
   profile = op ~= 'event' and prof or nil,
   moves = moves,
 })
-redis.call('SET', K_OP, reply, 'PX', 10000)
+redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
 return reply

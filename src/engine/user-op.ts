@@ -40,6 +40,10 @@ export type UserOp =
       valueMicros: number;
       eventAttributes?: Record<string, string> | undefined;
       idempotencyKey?: string | undefined;
+      /** A pre-minted event id (batch items: a resumed item is answered from its reply marker). */
+      opId?: string | undefined;
+      /** How long the reply marker is kept (ms); default 10 s. */
+      markMs?: number | undefined;
     }
   | { kind: 'complete'; achievementId: string; user: UserInput }
   | { kind: 'upsert'; user: UserInput; mustExist?: boolean }
@@ -279,7 +283,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
-  const eventId = randomUUID();
+  const eventId = (op.kind === 'event' && op.opId) || randomUUID();
   const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const now = deps.clock.now();
   const idemKeys =
@@ -358,6 +362,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
       count: op.kind === 'freeze' ? op.count : undefined,
       slot: op.kind === 'freeze' ? op.slot : undefined,
       fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
+      markMs: op.kind === 'event' ? op.markMs : undefined,
       boosts: boostsFor(snap, plan, op.user.id, date),
       boards,
       fuse: fused.fuse,

@@ -129,6 +129,16 @@ export class Keys {
     };
   }
 
+  /** Accepted event batches (POST /admin/v1/metrics/events), in one slot of their own. */
+  get batches() {
+    return {
+      /** Sorted set batchId -> lease expiry (ms) of every batch not yet fully processed. */
+      pending: `${this.prefix}:{batch}:pending`,
+      /** Hash of one batch: items (JSON), n, done (items before it are committed), owner (token). */
+      batch: (batchId: string) => `${this.prefix}:{batch}:b:${batchId}`,
+    };
+  }
+
   /** Token bucket of one API key (its own slot). */
   rateLimit(apiKeyId: string): string {
     return `${this.prefix}:{rl:${apiKeyId}}:bucket`;

@@ -13,6 +13,8 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
 export const SCRIPT_NAMES = [
   'ackWithGlobals',
   'applyUserOp',
+  'batchProgress',
+  'claimBatch',
   'claimDue',
   'rateLimit',
   'readWindow',
@@ -26,6 +28,8 @@ declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+    batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<[number, string, string] | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
