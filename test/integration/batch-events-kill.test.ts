@@ -106,10 +106,10 @@ describe('event batches across a SIGKILL', () => {
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     cleanups.push(() => sql.end({ timeout: 1 }));
     await until(async () => {
-      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from events`;
+      const n = (await sql<{ n: number }[]>`select count(*)::int as n from events`)[0]!.n;
       return n >= 1000;
     }, 30_000);
-    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from events`;
+    const n = (await sql<{ n: number }[]>`select count(*)::int as n from events`)[0]!.n;
     expect(n).toBe(1000);
     // In array order per user: values 1, 2, ..., 100 by sequence number.
     for (const u of users.slice(0, 3)) {

@@ -162,8 +162,10 @@ describe('POST /admin/v1/metrics/events: processing', () => {
       expect(await points(u)).toBe(160);
     }
     await t.settle();
-    const [{ n }] = await t.deps.sql<{ n: number }[]>`
-      select count(*)::int as n from points_awards where user_id like 'par-%'`;
+    const n = (
+      await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from points_awards where user_id like 'par-%'`
+    )[0]!.n;
     expect(n).toBe(20 * 16);
   });
 
@@ -205,8 +207,10 @@ describe('event batches: durability', () => {
     expect(await t.deps.redis.exists(t.deps.keys.batches.batch(accepted.id))).toBe(0);
     expect(await t.deps.redis.zscore(t.deps.keys.batches.pending, accepted.id)).toBeNull();
     await t.settle();
-    const [{ n }] = await t.deps.sql<{ n: number }[]>`
-      select count(*)::int as n from events where user_id like 'r-%'`;
+    const n = (
+      await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from events where user_id like 'r-%'`
+    )[0]!.n;
     expect(n).toBe(30);
   });
 
