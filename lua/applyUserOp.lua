@@ -36,6 +36,7 @@ Reply: a JSON string. Errors the caller maps to statuses:
                               stored zone before a change): recompute and call again
   {"err":"NO_USER"}           an op with mustExist for a user that does not exist
   {"err":"OVERFLOW"}          a total would pass 2^53 millionths
+  {"err":"POINTS_OVERFLOW"}   a points total would pass MAX_POINTS (lib/common.lua)
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
 Nothing is written before every error check has passed.
 ]]
@@ -331,8 +332,15 @@ if profileChanged then setProfile('updated', fmt(now)) end
 local seq = num(prof.seq, 0) + 1
 pfields[#pfields + 1] = 'seq'
 pfields[#pfields + 1] = fmt(seq)
-redis.call('HSET', K_PROFILE, unpack(pfields))
-if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
+-- The writes of the steps before points wait until every points total is known to stay within its
+-- bound (POINTS_OVERFLOW): a refused op writes nothing. Nothing before points reads what they write.
+local deferred = {}
+local function later(f) deferred[#deferred + 1] = f end
+
+later(function()
+  redis.call('HSET', K_PROFILE, unpack(pfields))
+  if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
+end)
 
 if created and S.freezesOn and st.freezeInit == nil then
   st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -340,19 +348,21 @@ if created and S.freezesOn and st.freezeInit == nil then
 end
 
 if op == 'event' then
-  redis.call('HSET', K_METRICS, metricId, fmt(total1))
-  if input.idem then
-    if input.idem.win > 0 then
-      redis.call('HSET', K_IDEM, input.idem.f, input.eventId .. '|' .. fmt(now))
-      -- The bucket's first key: it expires at the end of the next bucket (relative to the op's clock,
-      -- which need not be Redis's), and the bucket before the previous one, past the window, goes now.
-      if redis.call('PEXPIRE', K_IDEM, math.max(1, input.idem.exp - now), 'NX') == 1 then
-        redis.call('UNLINK', KEYS[input.idem.oldKi])
+  later(function()
+    redis.call('HSET', K_METRICS, metricId, fmt(total1))
+    if input.idem then
+      if input.idem.win > 0 then
+        redis.call('HSET', K_IDEM, input.idem.f, input.eventId .. '|' .. fmt(now))
+        -- The bucket's first key: it expires at the end of the next bucket (relative to the op's clock,
+        -- which need not be Redis's), and the bucket before the previous one, past the window, goes now.
+        if redis.call('PEXPIRE', K_IDEM, math.max(1, input.idem.exp - now), 'NX') == 1 then
+          redis.call('UNLINK', KEYS[input.idem.oldKi])
+        end
+      else
+        redis.call('HSET', K_IDEM, input.idem.f, input.eventId)
       end
-    else
-      redis.call('HSET', K_IDEM, input.idem.f, input.eventId)
     end
-  end
+  end)
 end
 
 -- Streak: the current period becomes met?
@@ -439,9 +449,13 @@ if S.on or st.freezeInit or granted then
     sf[#sf + 1] = 'hist'
     sf[#sf + 1] = st.hist
   end
-  redis.call('HSET', K_STREAK, unpack(sf))
-  if st.legacy and #st.legacy > 0 then redis.call('HDEL', K_STREAK, unpack(st.legacy)) end
-  if st.hist == '' and st.raw.hist then redis.call('HDEL', K_STREAK, 'hist') end
+  local legacy = st.legacy
+  local dropHist = st.hist == '' and st.raw.hist
+  later(function()
+    redis.call('HSET', K_STREAK, unpack(sf))
+    if legacy and #legacy > 0 then redis.call('HDEL', K_STREAK, unpack(legacy)) end
+    if dropHist then redis.call('HDEL', K_STREAK, 'hist') end
+  end)
   if st.started == nil or st.started == '' then st.started = nil end
 end
 
@@ -449,8 +463,9 @@ end
 local completions = {}
 local function complete(id)
   local c = { id = id, cid = nextId(), at = now }
-  done[id] = cjson.encode({ cid = c.cid, at = now })
-  redis.call('HSET', K_ACH, id, done[id])
+  local encoded = cjson.encode({ cid = c.cid, at = now })
+  done[id] = encoded
+  later(function() redis.call('HSET', K_ACH, id, encoded) end)
   completions[#completions + 1] = c
 end
 
@@ -491,9 +506,19 @@ end
 local pointsReply = {}
 local pointsBySystem = {}
 local outAwards = {}
+-- Levels of each system at commit (plan.systems[i].lv, ascending): webhooks are built from these.
+local outLevels = {}
+local pointsOverflow = false
 for i, sys in ipairs(plan.systems) do
   local total = num(redis.call('HGET', K_POINTS, sys.id), 0)
   local before = total
+  local function levelAt(t)
+    local found = false
+    for _, l in ipairs(sys.lv or {}) do
+      if l.p <= t then found = l.o end
+    end
+    return found
+  end
   local awards = {}
   local boosts = (input.boosts or {})[sys.id] or {}
 
@@ -525,6 +550,7 @@ for i, sys in ipairs(plan.systems) do
     end
     local awarded = new - total
     if awarded == 0 then return end
+    if new > MAX_POINTS then pointsOverflow = true end
     total = new
     awards[#awards + 1] = { id = nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = input.at or now }
   end
@@ -568,20 +594,35 @@ for i, sys in ipairs(plan.systems) do
     end
   end
 
+  -- A user created by this op had no level before it (semantics §5.11).
+  local lb = false
+  if not created then lb = levelAt(before) end
+  local la = levelAt(total)
   if #awards > 0 then
-    redis.call('HSET', K_POINTS, sys.id, fmt(total))
     local listKey = KEYS[10 + i]
-    for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
-    -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
-    redis.call('LTRIM', listKey, 0, 19)
+    local final = total
+    later(function()
+      redis.call('HSET', K_POINTS, sys.id, fmt(final))
+      for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
+      -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
+      redis.call('LTRIM', listKey, 0, 19)
+    end)
     local added = total - before
     pointsReply[#pointsReply + 1] = {
-      sys = sys.id, total = total, added = added, awards = awards,
+      sys = sys.id, total = total, added = added, awards = awards, lb = lb, la = la,
     }
     pointsBySystem[sys.id] = added
     outAwards[#outAwards + 1] = { sys = sys.id, awards = awards }
+    outLevels[#outLevels + 1] = { sys = sys.id, b = lb, a = la, sb = sys.sb }
+  elseif created and la then
+    -- A new user at a level without an award (e.g. a 0-threshold level): the level is news too.
+    pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = 0, awards = {}, lb = lb, la = la }
+    outLevels[#outLevels + 1] = { sys = sys.id, b = lb, a = la, sb = sys.sb }
   end
 end
+
+if pointsOverflow then return cjson.encode({ err = 'POINTS_OVERFLOW' }) end
+for _, f in ipairs(deferred) do f() end
 
 local cw = {}
 for f, val in pairs(counters) do
@@ -668,6 +709,7 @@ local record = {
   idem = input.idem and input.idem.f or nil,
   completions = completions,
   awards = outAwards,
+  levels = #outLevels > 0 and outLevels or nil,
   streak = streakOut,
   boards = boards,
   battrs = battrs,

@@ -7,6 +7,7 @@ import { AppError, isInfrastructureError, notFound, unavailable, unprocessable }
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
+import type { levelResponse } from './levels';
 import { DAY_MS, idempotencyKeys } from './idempotency';
 import { dayIndex, localDate, periodIndex } from './periods';
 import {
@@ -92,7 +93,15 @@ export interface UserOpResult {
   created: boolean;
   seq: number;
   completions: Array<{ id: string; cid: string; at: number }>;
-  points: Array<{ sys: string; total: number; added: number; awards: LuaAward[] }>;
+  /** lb / la: the level before and after the op as configured at commit (false: none). */
+  points: Array<{
+    sys: string;
+    total: number;
+    added: number;
+    awards: LuaAward[];
+    lb?: ReturnType<typeof levelResponse> | false;
+    la?: ReturnType<typeof levelResponse> | false;
+  }>;
   streak: LuaStreak;
   boards: Array<{ id: string; run: string; value: string }>;
   breakdown: Record<string, string>;
@@ -474,6 +483,8 @@ function scriptError(code: string): AppError {
       return notFound('User not found');
     case 'OVERFLOW':
       return unprocessable('value would carry a total beyond 9007199254 in magnitude');
+    case 'POINTS_OVERFLOW':
+      return unprocessable('The event would carry a points total beyond 9007199254');
     case 'LOCKED':
       return unprocessable('Achievement is locked');
     case 'NOT_ELIGIBLE':
