@@ -208,6 +208,7 @@ describe('summaries', () => {
     await s.api('POST', '/v1/users', { id: 'before-system' });
     // In the pro cohort from before the system existed: its total is 0 (semantics §7.2).
     await s.api('POST', '/v1/users', { id: 'early-pro', attributes: { plan: 'pro' } });
+    await s.settle();
     const [m] = await adminCreate(s, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
     const [sys] = await adminCreate(s, '/points', [{ key: 'xp', name: 'XP' }]);
     await adminCreate(s, '/points', [{ key: 'plain', name: 'Plain' }]);
