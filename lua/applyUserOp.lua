@@ -113,6 +113,8 @@ local function streakReply(state, extended)
     lastMet = state.lastMet,
     freezes = state.freezes,
     extended = extended,
+    -- Pauses bridge periods without a freeze: the streak's expiry counts them (src/engine/streak-expiry.ts).
+    pauses = (state.pauses and #state.pauses > 0) and state.pauses or nil,
   }
 end
 

@@ -75,6 +75,8 @@ export interface LuaStreak {
   changed?: boolean;
   lost?: number;
   periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+  /** The user's pauses as [first day index, last day index] (absent when none). */
+  pauses?: Array<[number, number]>;
 }
 
 export interface UserOpResult {

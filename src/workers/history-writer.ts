@@ -58,6 +58,7 @@ export interface OutboxRecord {
     changed?: boolean;
     extended?: boolean;
     periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+    pauses?: Array<[number, number]>;
   };
   /** ap: moved by the user script itself (single Redis), so there is nothing to repair. */
   boards: Array<{ id: string; run: string; value: string; ap?: boolean }>;
