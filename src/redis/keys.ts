@@ -161,6 +161,8 @@ export class Keys {
       boardChanged: `${base}:lb-changed`,
       /** Hash of lifecycle transitions and one-off enqueue scans already done (marker -> value). */
       done: `${base}:done`,
+      /** Set "<epoch>|<userId>" of users whose streak recompute waits for the history writer. */
+      streakRecompute: `${base}:streak-recompute`,
     };
   }
 

@@ -18,6 +18,7 @@ export const SCRIPT_NAMES = [
   'claimDue',
   'rateLimit',
   'readWindow',
+  'recomputeStreak',
   'updateBoard',
   'updateGlobals',
 ] as const;
@@ -34,6 +35,7 @@ declare module 'ioredis' {
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;
+    recomputeStreak(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     rateLimit(numKeys: number, ...keysAndArgs: string[]): Result<[number, number], Context>;
   }
 }

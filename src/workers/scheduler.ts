@@ -20,6 +20,7 @@ import { and, asc, eq } from 'drizzle-orm';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
+import { retryStreakRecomputes } from '../engine/streak-recompute';
 import { AppError } from '../errors';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
 import { boardValue, decodeGroup, finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
@@ -170,6 +171,7 @@ export class Scheduler {
       boardChanges: 0,
     };
     await this.enqueueActivations();
+    await retryStreakRecomputes(this.deps);
     pass.boostEvents = await this.boosts();
     const lb = await this.leaderboards();
     pass.runsStarted = lb.started;

@@ -126,8 +126,8 @@ export function eventsOfRecord(
   profile: Record<string, string>,
 ): WebhookEvent[] {
   const op = r.op as string;
-  // Restores and backdates fire nothing; idempotent replays write no record at all.
-  if (op === 'restore' || op === 'backdate') return [];
+  // Restores, backdates and streak recomputes fire nothing; idempotent replays write no record at all.
+  if (op === 'restore' || op === 'backdate' || op === 'recompute') return [];
   const out: WebhookEvent[] = [];
   const user = () => userResponse(snap, profile);
   const ev = (type: WebhookEventType, key: string, fields: Record<string, unknown>, at = r.now) =>
