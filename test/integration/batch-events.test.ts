@@ -86,6 +86,13 @@ describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
     expect(await t.deps.redis.exists(t.deps.keys.user('v-d0').profile)).toBe(0);
   });
 
+  it('is described in /openapi.json', async () => {
+    const doc = await (await t.app.request('/openapi.json')).json();
+    const op = doc.paths['/admin/v1/metrics/events'].post;
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['202', '400', '404', '422', '503']));
+    expect(op.requestBody.content['application/json'].schema).toMatchObject({ type: 'array', maxItems: 1000 });
+  });
+
   it('refuses application keys', async () => {
     const r = await t.api('POST', '/admin/v1/metrics/events', [ok('v-k')]);
     expect(r.status).toBe(401);
