@@ -32,6 +32,7 @@ const NAV: Array<[string, string] | string> = [
   ['/dashboard/config-code', 'As code'],
   'Connect',
   ['/dashboard/webhooks', 'Webhooks'],
+  ['/dashboard/import', 'Import events'],
   ['/dashboard/integration', 'Integration'],
 ];
 

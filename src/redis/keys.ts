@@ -136,6 +136,8 @@ export class Keys {
       pending: `${this.prefix}:{batch}:pending`,
       /** Hash of one batch: items (JSON), n, done (items before it are committed), owner (token). */
       batch: (batchId: string) => `${this.prefix}:{batch}:b:${batchId}`,
+      /** Hash of one dashboard import (its batches, for the progress page); expires after a day. */
+      dashboardImport: (importId: string) => `${this.prefix}:{batch}:import:${importId}`,
     };
   }
 

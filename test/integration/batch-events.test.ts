@@ -87,10 +87,13 @@ describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
   });
 
   it('is described in /openapi.json', async () => {
-    const doc = await (await t.app.request('/openapi.json')).json();
+    const doc = (await (await t.app.request('/openapi.json')).json()) as any;
     const op = doc.paths['/admin/v1/metrics/events'].post;
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['202', '400', '404', '422', '503']));
-    expect(op.requestBody.content['application/json'].schema).toMatchObject({ type: 'array', maxItems: 1000 });
+    expect(op.requestBody.content['application/json'].schema).toMatchObject({
+      type: 'array',
+      maxItems: 1000,
+    });
   });
 
   it('refuses application keys', async () => {
