@@ -39,7 +39,15 @@ Reply: a JSON string. Errors the caller maps to statuses:
   {"err":"POINTS_OVERFLOW"}   a points total would pass MAX_POINTS (lib/common.lua)
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
 Nothing is written before every error check has passed.
+
+Several ops in one call (single Redis only: their users' keys are in different slots; used by event
+batches, src/engine/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
+ARGV[3] = JSON [{n = key count, input = input JSON}, ...], KEYS = each op's keys in turn. Reply: the
+array of the ops' replies, in order. Each op is applied as if called alone (its own reply marker).
 ]]
+
+-- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op.
+local function applyOne(KEYS, ARGV)
 
 --!include lib/common.lua
 --!include lib/board.lua
@@ -53,7 +61,7 @@ local K_OP = KEYS[10]
 local committed = redis.call('GET', K_OP)
 if committed then return committed end
 
-local plan = cjson.decode(ARGV[1])
+local plan = type(ARGV[1]) == 'table' and ARGV[1] or cjson.decode(ARGV[1])
 local input = cjson.decode(ARGV[2])
 local op = input.op
 local now = input.now
@@ -750,3 +758,17 @@ local reply = cjson.encode({
 })
 redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
 return reply
+end
+
+if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
+local plan = cjson.decode(ARGV[2])
+local ops = cjson.decode(ARGV[3])
+local replies = {}
+local at = 0
+for i, o in ipairs(ops) do
+  local K = {}
+  for j = 1, o.n do K[j] = KEYS[at + j] end
+  at = at + o.n
+  replies[i] = applyOne(K, { plan, o.input })
+end
+return replies

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Deps } from '../deps';
 import { isInfrastructureError, unavailable } from '../errors';
 import { isCluster } from '../redis/client';
-import { runUserOp, type UserInput } from './user-op';
+import { runUserOp, runUserOps, type UserInput, type UserOp } from './user-op';
 
 /**
  * Batch event ingestion (admin-api §6): a validated batch is accepted in one atomic Redis write
@@ -141,39 +141,77 @@ async function runChunk(deps: Deps, batch: AcceptedBatch, from: number, to: numb
     if (list) list.push(i);
     else byUser.set(uid, [i]);
   }
-  let failed = false;
-  await Promise.all(
-    [...byUser.values()].map(async (indexes) => {
-      for (const i of indexes) {
-        if (failed) return;
-        const item = batch.items[i]!;
-        try {
-          await runUserOp(deps, {
-            kind: 'event',
-            metricId: item.m,
-            user: item.u,
-            valueMicros: item.v,
-            eventAttributes: item.a,
-            idempotencyKey: item.k,
-            opId: batchEventId(batch.id, i),
-            markMs: MARK_MS,
-          });
-        } catch (err) {
-          if (isInfrastructureError(err) || (err as { code?: string })?.code === 'UNAVAILABLE') {
-            failed = true;
-            return;
-          }
-          // Refused by the user's state at its turn (e.g. a total would pass its bound, or the metric
-          // was deleted since acceptance): the item has no effect, as that single event would have had.
-          deps.logger.warn(
-            { batch: batch.id, index: i, err: (err as Error).message },
-            'batch item refused; skipped',
+  const chains = [...byUser.values()];
+  try {
+    if (!isCluster(deps.redis)) {
+      // Waves of one item per user (so each user's items stay in order), each wave in a few script
+      // calls of up to MULTI_OPS ops (lua/applyUserOp.lua "__multi").
+      for (let k = 0; ; k++) {
+        const wave = chains.filter((c) => c.length > k).map((c) => c[k]!);
+        if (!wave.length) break;
+        const calls: Promise<void>[] = [];
+        for (let w = 0; w < wave.length; w += MULTI_OPS) {
+          const part = wave.slice(w, w + MULTI_OPS);
+          calls.push(
+            runUserOps(
+              deps,
+              part.map((i) => itemOp(batch, i)),
+            ).then((results) =>
+              results.forEach((r, j) => {
+                if (r instanceof Error) refused(deps, batch, part[j]!, r);
+              }),
+            ),
           );
         }
+        await Promise.all(calls);
       }
-    }),
-  );
-  return !failed;
+      return true;
+    }
+    await Promise.all(
+      chains.map(async (indexes) => {
+        for (const i of indexes) {
+          try {
+            await runUserOp(deps, itemOp(batch, i));
+          } catch (err) {
+            if (isUnavailable(err)) throw err;
+            refused(deps, batch, i, err as Error);
+          }
+        }
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isUnavailable(err)) return false;
+    throw err;
+  }
+}
+
+/** Ops per multi-op script call: long enough to share the plan, short enough not to stall Redis. */
+const MULTI_OPS = 25;
+
+const isUnavailable = (err: unknown) =>
+  isInfrastructureError(err) || (err as { code?: string })?.code === 'UNAVAILABLE';
+
+function itemOp(batch: AcceptedBatch, i: number): UserOp {
+  const item = batch.items[i]!;
+  return {
+    kind: 'event',
+    metricId: item.m,
+    user: item.u,
+    valueMicros: item.v,
+    eventAttributes: item.a,
+    idempotencyKey: item.k,
+    opId: batchEventId(batch.id, i),
+    markMs: MARK_MS,
+  };
+}
+
+/**
+ * An item refused by the user's state at its turn (e.g. a total would pass its bound, or the metric
+ * was deleted since acceptance): it has no effect, as that single event would have had.
+ */
+function refused(deps: Deps, batch: AcceptedBatch, index: number, err: Error): void {
+  deps.logger.warn({ batch: batch.id, index, err: err.message }, 'batch item refused; skipped');
 }
 
 /** Reply markers of a recorded chunk are no longer needed: best effort (they expire anyway). */

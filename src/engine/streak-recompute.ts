@@ -56,8 +56,8 @@ export function computeStreak(
   const thr = conds.map((c) => ({ m: c.metricId, t: toMicros(c.threshold) }));
   for (const e of activity) {
     const idx = periodIndex(freq, e.localDate);
-    let s = sums.get(idx);
-    if (!s) sums.set(idx, (s = {}));
+    const s = sums.get(idx) ?? {};
+    sums.set(idx, s);
     s[e.metricId] = (s[e.metricId] ?? 0) + e.valueMicros;
     if (metAt.has(idx)) continue;
     const ok = (c: { m: string; t: number }) => (s[c.m] ?? 0) >= c.t;
@@ -179,8 +179,8 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
   const seqOf = new Map(states.map((r) => [r.userId, r.seq]));
   const byUser = new Map<string, ActivityEvent[]>();
   for (const r of rows) {
-    let list = byUser.get(r.userId);
-    if (!list) byUser.set(r.userId, (list = []));
+    const list = byUser.get(r.userId) ?? [];
+    byUser.set(r.userId, list);
     list.push({
       metricId: r.metricId,
       valueMicros: r.valueMicros,

@@ -1,12 +1,4 @@
-import type {
-  AchievementRow,
-  BoostRow,
-  LevelRow,
-  PointsSystemConfig,
-  PointsSystemRow,
-  Snapshot,
-  TriggerRow,
-} from '../catalog/snapshot';
+import type { AchievementRow, BoostRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
 import { boostStatus } from '../engine/boost-status';
 import { fromMicros } from '../engine/decimal';
