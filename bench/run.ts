@@ -85,6 +85,8 @@ const veteranId = (i: number) => `00000000-0000-4000-9000-${i.toString(16).padSt
 
 /** Days of history each veteran user has before the veteran scenario (one met daily period each). */
 const VETERAN_DAYS = 365;
+/** Events per request of the batch scenario. */
+const BATCH_SIZE = 100;
 /** Veteran users seeded at the same time (each user's days stay in order). */
 const VETERAN_PARALLELISM = 32;
 
@@ -517,6 +519,35 @@ async function main() {
         )
       : null;
 
+    // 1b. Batches of BATCH_SIZE events (POST /admin/v1/metrics/events) to the same users, closed loop:
+    // the same per-event effects, one request per batch.
+    const nextBatchUser = cycle();
+    const batchBody = () => {
+      const items: string[] = [];
+      for (let j = 0; j < BATCH_SIZE; j++) {
+        const i = nextBatchUser();
+        items.push(
+          `{"key":"${seeded.metricKey}","user":{"id":"${userId(i)}","tz":"${ZONES[zoneOf[i % opts.users]!]}"},"value":1}`,
+        );
+      }
+      return `[${items.join(',')}]`;
+    };
+    console.error(`measuring the batch endpoint (closed loop, batches of ${BATCH_SIZE}, the same users)…`);
+    const batches = await measure(
+      {
+        name: `laurel POST /admin/v1/metrics/events (batches of ${BATCH_SIZE})`,
+        origins: laurel.origins,
+        method: 'POST',
+        server: 'laurel',
+        headers: { 'x-api-key': adminKey },
+        next: () => ({ path: '/admin/v1/metrics/events', body: batchBody() }),
+      },
+      closedLoop,
+      probes,
+    );
+    results.push(batches);
+    await drainOutbox('the batch scenario');
+
     // 2. Leaderboard reads, closed loop.
     const notes = [...seeded.notes];
     let reads: Array<{ label: string; m: Measurement }> | Skipped;
@@ -722,6 +753,7 @@ async function main() {
       bytesPerVeteran: veteranMemory ? veteranMemory.bytesPerUser : { skipped: 'no veterans (--veterans 0)' },
       reads,
       clusterAtRate,
+      batches: { m: batches, size: BATCH_SIZE },
     });
     const redisVersion = /^redis_version:(.+)$/m.exec(await redis.info('server'))?.[1]?.trim();
     const report = {

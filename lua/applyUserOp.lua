@@ -18,7 +18,8 @@ KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
 KEYS[7] idempotency hash (the current window bucket, or the forever hash)
 KEYS[8] board values hash (boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run
         before it)    KEYS[9] shard outbox stream
-KEYS[10] this op's reply marker (kept 10 s: a retried call with the same op id returns it)
+KEYS[10] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
+         returns it; batch items keep theirs until their chunk is recorded, src/engine/batch-events.ts)
 KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of a board this op's values are applied to
              here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn of them)
@@ -36,9 +37,18 @@ Reply: a JSON string. Errors the caller maps to statuses:
                               stored zone before a change): recompute and call again
   {"err":"NO_USER"}           an op with mustExist for a user that does not exist
   {"err":"OVERFLOW"}          a total would pass 2^53 millionths
+  {"err":"POINTS_OVERFLOW"}   a points total would pass MAX_POINTS (lib/common.lua)
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
 Nothing is written before every error check has passed.
+
+Several ops in one call (single Redis only: their users' keys are in different slots; used by event
+batches, src/engine/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
+ARGV[3] = JSON [{n = key count, input = input JSON}, ...], KEYS = each op's keys in turn. Reply: the
+array of the ops' replies, in order. Each op is applied as if called alone (its own reply marker).
 ]]
+
+-- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op.
+local function applyOne(KEYS, ARGV)
 
 --!include lib/common.lua
 --!include lib/board.lua
@@ -52,7 +62,7 @@ local K_OP = KEYS[10]
 local committed = redis.call('GET', K_OP)
 if committed then return committed end
 
-local plan = cjson.decode(ARGV[1])
+local plan = type(ARGV[1]) == 'table' and ARGV[1] or cjson.decode(ARGV[1])
 local input = cjson.decode(ARGV[2])
 local op = input.op
 local now = input.now
@@ -125,6 +135,8 @@ local function streakReply(state, extended)
     lastMet = state.lastMet,
     freezes = state.freezes,
     extended = extended,
+    -- Pauses bridge periods without a freeze: the streak's expiry counts them (src/engine/streak-expiry.ts).
+    pauses = (state.pauses and #state.pauses > 0) and state.pauses or nil,
   }
 end
 
@@ -344,8 +356,15 @@ if profileChanged then setProfile('updated', fmt(now)) end
 local seq = num(prof.seq, 0) + 1
 pfields[#pfields + 1] = 'seq'
 pfields[#pfields + 1] = fmt(seq)
-redis.call('HSET', K_PROFILE, unpack(pfields))
-if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
+-- The writes of the steps before points wait until every points total is known to stay within its
+-- bound (POINTS_OVERFLOW): a refused op writes nothing. Nothing before points reads what they write.
+local deferred = {}
+local function later(f) deferred[#deferred + 1] = f end
+
+later(function()
+  redis.call('HSET', K_PROFILE, unpack(pfields))
+  if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
+end)
 
 if created and S.freezesOn and st.freezeInit == nil then
   st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -353,19 +372,21 @@ if created and S.freezesOn and st.freezeInit == nil then
 end
 
 if op == 'event' then
-  redis.call('HSET', K_METRICS, metricId, fmt(total1))
-  if input.idem then
-    if input.idem.win > 0 then
-      redis.call('HSET', K_IDEM, input.idem.f, input.eventId .. '|' .. fmt(now))
-      -- The bucket's first key: it expires at the end of the next bucket (relative to the op's clock,
-      -- which need not be Redis's), and the bucket before the previous one, past the window, goes now.
-      if redis.call('PEXPIRE', K_IDEM, math.max(1, input.idem.exp - now), 'NX') == 1 then
-        redis.call('UNLINK', KEYS[input.idem.oldKi])
+  later(function()
+    redis.call('HSET', K_METRICS, metricId, fmt(total1))
+    if input.idem then
+      if input.idem.win > 0 then
+        redis.call('HSET', K_IDEM, input.idem.f, input.eventId .. '|' .. fmt(now))
+        -- The bucket's first key: it expires at the end of the next bucket (relative to the op's clock,
+        -- which need not be Redis's), and the bucket before the previous one, past the window, goes now.
+        if redis.call('PEXPIRE', K_IDEM, math.max(1, input.idem.exp - now), 'NX') == 1 then
+          redis.call('UNLINK', KEYS[input.idem.oldKi])
+        end
+      else
+        redis.call('HSET', K_IDEM, input.idem.f, input.eventId)
       end
-    else
-      redis.call('HSET', K_IDEM, input.idem.f, input.eventId)
     end
-  end
+  end)
 end
 
 -- Streak: the current period becomes met?
@@ -443,17 +464,27 @@ if S.on or st.freezeInit or granted then
   -- The fields about to be written, except period history (kept in streak_periods): rebuild merges them.
   streakFields = {}
   for i = 1, #sf do streakFields[i] = sf[i] end
-  redis.call('HSET', K_STREAK, unpack(sf))
-  if st.legacy and #st.legacy > 0 then redis.call('HDEL', K_STREAK, unpack(st.legacy)) end
+  -- The period history (its own key): appended, folded from the old layout, or dropped with an epoch.
+  local histWrite = nil
   if S.on and #periods > 0 then
     local entries = {}
     for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
-    redis.call('SET', KEYS[input.shki], histAppend(streakHistory(), entries))
+    histWrite = histAppend(streakHistory(), entries)
   elseif st.legacyHist and st.legacyHist ~= '' then
-    redis.call('SET', KEYS[input.shki], st.legacyHist)
+    histWrite = st.legacyHist
   elseif st.staleHist then
-    redis.call('DEL', KEYS[input.shki])
+    histWrite = false
   end
+  local legacy = st.legacy
+  later(function()
+    redis.call('HSET', K_STREAK, unpack(sf))
+    if legacy and #legacy > 0 then redis.call('HDEL', K_STREAK, unpack(legacy)) end
+    if histWrite then
+      redis.call('SET', KEYS[input.shki], histWrite)
+    elseif histWrite == false then
+      redis.call('DEL', KEYS[input.shki])
+    end
+  end)
   if st.started == nil or st.started == '' then st.started = nil end
 end
 
@@ -461,8 +492,9 @@ end
 local completions = {}
 local function complete(id)
   local c = { id = id, cid = nextId(), at = now }
-  done[id] = cjson.encode({ cid = c.cid, at = now })
-  redis.call('HSET', K_ACH, id, done[id])
+  local encoded = cjson.encode({ cid = c.cid, at = now })
+  done[id] = encoded
+  later(function() redis.call('HSET', K_ACH, id, encoded) end)
   completions[#completions + 1] = c
 end
 
@@ -503,9 +535,19 @@ end
 local pointsReply = {}
 local pointsBySystem = {}
 local outAwards = {}
+-- Levels of each system at commit (plan.systems[i].lv, ascending): webhooks are built from these.
+local outLevels = {}
+local pointsOverflow = false
 for i, sys in ipairs(plan.systems) do
   local total = num(redis.call('HGET', K_POINTS, sys.id), 0)
   local before = total
+  local function levelAt(t)
+    local found = false
+    for _, l in ipairs(sys.lv or {}) do
+      if l.p <= t then found = l.o end
+    end
+    return found
+  end
   local awards = {}
   local boosts = (input.boosts or {})[sys.id] or {}
 
@@ -537,6 +579,7 @@ for i, sys in ipairs(plan.systems) do
     end
     local awarded = new - total
     if awarded == 0 then return end
+    if new > MAX_POINTS then pointsOverflow = true end
     total = new
     awards[#awards + 1] = { id = nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = input.at or now }
   end
@@ -580,20 +623,35 @@ for i, sys in ipairs(plan.systems) do
     end
   end
 
+  -- A user created by this op had no level before it (semantics §5.11).
+  local lb = false
+  if not created then lb = levelAt(before) end
+  local la = levelAt(total)
   if #awards > 0 then
-    redis.call('HSET', K_POINTS, sys.id, fmt(total))
     local listKey = KEYS[10 + i]
-    for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
-    -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
-    redis.call('LTRIM', listKey, 0, 19)
+    local final = total
+    later(function()
+      redis.call('HSET', K_POINTS, sys.id, fmt(final))
+      for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
+      -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
+      redis.call('LTRIM', listKey, 0, 19)
+    end)
     local added = total - before
     pointsReply[#pointsReply + 1] = {
-      sys = sys.id, total = total, added = added, awards = awards,
+      sys = sys.id, total = total, added = added, awards = awards, lb = lb, la = la,
     }
     pointsBySystem[sys.id] = added
     outAwards[#outAwards + 1] = { sys = sys.id, awards = awards }
+    outLevels[#outLevels + 1] = { sys = sys.id, b = lb, a = la, sb = sys.sb }
+  elseif created and la then
+    -- A new user at a level without an award (e.g. a 0-threshold level): the level is news too.
+    pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = 0, awards = {}, lb = lb, la = la }
+    outLevels[#outLevels + 1] = { sys = sys.id, b = lb, a = la, sb = sys.sb }
   end
 end
+
+if pointsOverflow then return cjson.encode({ err = 'POINTS_OVERFLOW' }) end
+for _, f in ipairs(deferred) do f() end
 
 local cw = {}
 for f, val in pairs(counters) do
@@ -680,6 +738,7 @@ local record = {
   idem = input.idem and input.idem.f or nil,
   completions = completions,
   awards = outAwards,
+  levels = #outLevels > 0 and outLevels or nil,
   streak = streakOut,
   boards = boards,
   battrs = battrs,
@@ -716,5 +775,19 @@ local reply = cjson.encode({
   profile = op ~= 'event' and prof or nil,
   moves = moves,
 })
-redis.call('SET', K_OP, reply, 'PX', 10000)
+redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
 return reply
+end
+
+if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
+local plan = cjson.decode(ARGV[2])
+local ops = cjson.decode(ARGV[3])
+local replies = {}
+local at = 0
+for i, o in ipairs(ops) do
+  local K = {}
+  for j = 1, o.n do K[j] = KEYS[at + j] end
+  at = at + o.n
+  replies[i] = applyOne(K, { plan, o.input })
+end
+return replies

@@ -63,6 +63,10 @@ export const envSchema = z.object({
   HISTORY_CLAIM_IDLE_MS: intFromEnv(30_000, 100, 3_600_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
+  /** An event batch whose processor has not renewed its lease for this long is resumed by another process. */
+  BATCH_LEASE_MS: intFromEnv(10_000, 200, 600_000),
+  /** Items of an event batch processed between two progress records (users in a chunk run in parallel). */
+  BATCH_CHUNK_SIZE: intFromEnv(200, 1, 1000),
   /** How long an Idempotency-Key is remembered after its first use (application-api §4); 0 = forever. */
   IDEMPOTENCY_WINDOW_DAYS: intFromEnv(30, 0, 3650),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */

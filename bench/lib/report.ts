@@ -164,6 +164,8 @@ export interface FigureInputs {
   reads: Array<{ label: string; m: Measurement }> | Skipped;
   /** New users at the fixed rate on a 3-master Redis Cluster. */
   clusterAtRate: Measurement | Skipped;
+  /** Closed loop, POST /admin/v1/metrics/events with `size` events per request (issue 17). */
+  batches?: { m: Measurement; size: number } | Skipped;
 }
 
 /** One row of the issue's table. */
@@ -376,6 +378,30 @@ export function issueFigures(i: FigureInputs): Figure[] {
         [i.clusterAtRate, ev],
       ),
     );
+  }
+  if (i.batches !== undefined) {
+    const name = 'Batch events/s ÷ single events/s (closed loop)';
+    if (isSkipped(i.batches)) out.push(skippedRow('12', name, '≥ 2×', i.batches.skipped));
+    else {
+      const { m, size } = i.batches;
+      const perEvent = (x: Measurement, n: number) => {
+        const v = cpuOf(x, 'machine');
+        return v === null ? '?' : `${Math.round(v / n)} µs`;
+      };
+      out.push(
+        row(
+          '12',
+          `${name}, batches of ${size}`,
+          div(m.reqPerSec * size, i.events.reqPerSec),
+          (v) =>
+            `${x2(v)} (${Math.round(m.reqPerSec * size)} ÷ ${i.events.reqPerSec} events/s; machine CPU per event ` +
+            `${perEvent(m, size)} vs ${perEvent(i.events, 1)})`,
+          '≥ 2×',
+          (v) => v >= 2,
+          [m, i.events],
+        ),
+      );
+    }
   }
   return out;
 }

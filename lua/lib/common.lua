@@ -5,6 +5,9 @@
 -- Largest magnitude of any total in millionths (semantics §2.1: totals stay within 9,007,199,254,
 -- which keeps every sum of two totals below 2^53 and so exact in a double).
 local MAX_SAFE = 9007199254000000
+-- Largest points total (README Limits): the same bound as metric totals, so totals, their sums on
+-- points leaderboards and any award stay exact integers in a double.
+local MAX_POINTS = 9007199254
 
 local function fmt(n)
   return string.format('%.0f', n)

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { DEFAULT_STREAK_SETTINGS, type StreakSettingsRow } from '../catalog/snapshot';
 import { streakSettings } from '../db/schema';
 import type { Deps } from '../deps';
+import { recomputeStreaks, resetStreakIndexes } from '../engine/streak-recompute';
 import { unprocessable } from '../errors';
 import { z } from '../zod';
 import { iso } from './common';
@@ -127,7 +128,7 @@ export async function updateStreakSettings(
     if (value === null && !NULLABLE.has(field)) throw unprocessable(`${field} cannot be null`);
   }
   const nowMs = deps.clock.now();
-  const row = await deps.db.transaction(async (tx) => {
+  const result = await deps.db.transaction(async (tx) => {
     await tx
       .insert(streakSettings)
       .values({ ...DEFAULT_STREAK_SETTINGS })
@@ -166,8 +167,15 @@ export async function updateStreakSettings(
     if (autoEarnOn(next) && !autoEarnOn(prev)) next.autoEarnEnabledAt = now;
     const { id: _id, ...values } = next;
     const [written] = await tx.update(streakSettings).set(values).where(eq(streakSettings.id, 1)).returning();
-    return written!;
+    return { row: written!, prev };
   });
   await deps.catalog.changed();
+  const { row, prev } = result;
+  if (row.epoch !== prev.epoch) {
+    // Lengths of the previous epoch leave every cross-user index (semantics §4.1, §4.11, §6.4); after
+    // a frequency change every streak is recomputed from recorded activity (§4.10).
+    await resetStreakIndexes(deps);
+    if (row.enabled && prev.enabled && row.frequency !== prev.frequency) await recomputeStreaks(deps);
+  }
   return row;
 }

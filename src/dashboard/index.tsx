@@ -8,6 +8,7 @@ import { AppError } from '../errors';
 import { formOf, str } from './forms';
 import { mountConfigPages } from './pages/config';
 import { mountConfigCodePages } from './pages/config-code';
+import { mountImportPages } from './pages/import';
 import { mountConnectPages } from './pages/connect';
 import { mountLeaderboardPages } from './pages/leaderboards';
 import { mountOverview } from './pages/overview';
@@ -125,7 +126,13 @@ export function dashboardRoutes(deps: Deps) {
     c.header('Referrer-Policy', 'same-origin');
     c.header('X-Content-Type-Options', 'nosniff');
   });
-  app.use('*', bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.text('Form too large', 413) }));
+  // Forms are small; an events file may be as large as an admin request body.
+  const formLimit = bodyLimit({ maxSize: 256 * 1024, onError: (c) => c.text('Form too large', 413) });
+  const fileLimit = bodyLimit({
+    maxSize: deps.config.ADMIN_BODY_LIMIT_BYTES,
+    onError: (c) => c.text('File too large', 413),
+  });
+  app.use('*', (c, next) => (c.req.path === '/dashboard/import' ? fileLimit : formLimit)(c, next));
 
   app.get('/assets/style.css', (c) => {
     c.header('Content-Type', 'text/css; charset=utf-8');
@@ -173,6 +180,7 @@ export function dashboardRoutes(deps: Deps) {
   mountConnectPages(app, deps);
   mountConfigCodePages(app, deps);
   mountSimulationPages(app, deps);
+  mountImportPages(app, deps);
   app.onError((err, c) => {
     if (err instanceof AppError && err.status < 500) {
       return c.html(<Problem title="Not available" text={err.message} />, err.status);

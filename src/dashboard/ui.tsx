@@ -33,6 +33,7 @@ const NAV: Array<[string, string] | string> = [
   ['/dashboard/simulations', 'What-if'],
   'Connect',
   ['/dashboard/webhooks', 'Webhooks'],
+  ['/dashboard/import', 'Import events'],
   ['/dashboard/integration', 'Integration'],
 ];
 

@@ -1,6 +1,7 @@
 import type { AchievementRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
 import { toMicros } from './decimal';
+import { levelResponse, systemBase } from './levels';
 
 /** An attribute filter as the user script sees it: [attribute key, value]. */
 type LuaFilter = [string, string];
@@ -15,6 +16,10 @@ export interface PlanSystem {
   at: Array<{ id: string; p: number; ach: string; uf: LuaFilter[] }>;
   /** Time triggers (granted by the scheduler). */
   tt: Array<{ id: string; p: number; uf: LuaFilter[] }>;
+  /** Levels ascending by threshold, each with its PointsLevel as of this snapshot (for webhooks). */
+  lv?: Array<{ p: number; o: ReturnType<typeof levelResponse> }>;
+  /** The system's base fields as of this snapshot (for webhooks). */
+  sb: ReturnType<typeof systemBase>;
 }
 
 export type PlanKind = 'event' | 'complete' | 'upsert' | 'grant' | 'backdate' | 'freeze' | 'restore';
@@ -112,6 +117,7 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     const ps: PlanSystem = {
       id: sys.id,
       max: sys.maxPoints ?? -1,
+      sb: systemBase(sys),
       uc: activeTriggers(sys, 'user_creation').map((t) => ({
         id: t.id,
         p: t.points,
@@ -158,7 +164,12 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
           : [],
     };
     if (kind === 'freeze' || kind === 'restore') ps.uc = [];
-    if (ps.uc.length || ps.mt.length || ps.st.length || ps.at.length || ps.tt.length) plan.systems.push(ps);
+    if (sys.levels.length) ps.lv = sys.levels.map((l) => ({ p: l.points, o: levelResponse(l) }));
+    // A user created by the op starts at the level of total 0 if there is one (semantics §5.11).
+    const createsUsers = kind === 'event' || kind === 'complete' || kind === 'upsert';
+    const levelAtZero = createsUsers && sys.levels.some((l) => l.points <= 0);
+    if (ps.uc.length || ps.mt.length || ps.st.length || ps.at.length || ps.tt.length || levelAtZero)
+      plan.systems.push(ps);
   }
   const breakdown = new Set<string>();
   for (const b of snap.leaderboards) {

@@ -70,7 +70,7 @@ async function unindexedUsers(deps: Deps, systemId: string): Promise<number> {
 
 /**
  * The 11-range histogram of users' totals (semantics §7.2). Without a filter: 11 ZCOUNTs. With a
- * user-attribute filter: reads the filter attributes of every indexed user (O(users)).
+ * user-attribute filter: reads the filter attributes of every user (O(users)).
  */
 export async function pointsHistogram(
   deps: Deps,
@@ -88,12 +88,14 @@ export async function pointsHistogram(
     return ranges.map((r, i) => ({ ...r, users: Number(res[i] ?? 0) + (i === 0 ? zeros : 0) }));
   }
   const raw = await deps.redis.zrange(zkey, 0, -1, 'WITHSCORES');
-  const ids: string[] = [];
-  const totals: number[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    ids.push(raw[i]!);
-    totals.push(Number(raw[i + 1]));
-  }
+  const totalOf = new Map<string, number>();
+  for (let i = 0; i < raw.length; i += 2) totalOf.set(raw[i]!, Number(raw[i + 1]));
+  // Every user of the cohort counts, with 0 when never indexed in this system (e.g. created before
+  // it existed): the population is every user (the per-shard user indexes), not the indexed ones.
+  const shards = crossSlotPipeline(deps.redis);
+  for (let shard = 0; shard < deps.keys.shards; shard++) shards.zrange(deps.keys.shardUsers(shard), 0, -1);
+  const ids = [...new Set([...(await execValues(shards)).flatMap((v) => v as string[]), ...totalOf.keys()])];
+  const totals = ids.map((id) => totalOf.get(id) ?? 0);
   const fields = filter.map(([key]) => `a:${key}`);
   const values = await perUserPipelines<Array<string | null>>(
     deps,

@@ -3,10 +3,12 @@ import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
+import type { UserKeys } from '../redis/keys';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
+import type { levelResponse } from './levels';
 import { DAY_MS, idempotencyKeys } from './idempotency';
 import { dayIndex, localDate, periodIndex } from './periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
@@ -34,6 +36,10 @@ export type UserOp =
       valueMicros: number;
       eventAttributes?: Record<string, string> | undefined;
       idempotencyKey?: string | undefined;
+      /** A pre-minted event id (batch items: a resumed item is answered from its reply marker). */
+      opId?: string | undefined;
+      /** How long the reply marker is kept (ms); default 10 s. */
+      markMs?: number | undefined;
     }
   | { kind: 'complete'; achievementId: string; user: UserInput }
   | { kind: 'upsert'; user: UserInput; mustExist?: boolean }
@@ -64,6 +70,8 @@ export interface LuaStreak {
   changed?: boolean;
   lost?: number;
   periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+  /** The user's pauses as [first day index, last day index] (absent when none). */
+  pauses?: Array<[number, number]>;
 }
 
 export interface UserOpResult {
@@ -82,7 +90,15 @@ export interface UserOpResult {
   created: boolean;
   seq: number;
   completions: Array<{ id: string; cid: string; at: number }>;
-  points: Array<{ sys: string; total: number; added: number; awards: LuaAward[] }>;
+  /** lb / la: the level before and after the op as configured at commit (false: none). */
+  points: Array<{
+    sys: string;
+    total: number;
+    added: number;
+    awards: LuaAward[];
+    lb?: ReturnType<typeof levelResponse> | false;
+    la?: ReturnType<typeof levelResponse> | false;
+  }>;
   streak: LuaStreak;
   boards: Array<{ id: string; run: string; value: string }>;
   breakdown: Record<string, string>;
@@ -250,11 +266,34 @@ function fusedMoves(
   return out;
 }
 
-/**
- * Applies one op to one user in a single atomic script call (plus a retry when the user's time
- * zone was not the one assumed). The cross-user indexes follow from the outbox (src/workers/globals.ts).
- */
-export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
+/** An op's fixed part: plan, keys and ids, the same on every attempt (a retry reuses its op id). */
+interface PreparedOp {
+  op: UserOp;
+  snap: Snapshot;
+  compiled: ReturnType<typeof planFor>;
+  plan: Plan;
+  keys: UserKeys;
+  eventId: string;
+  now: number;
+  allKeys: string[];
+  usersKi: number;
+  streakHistoryKi: number;
+  idem:
+    | {
+        f: string;
+        win: number;
+        exp: number | undefined;
+        prevKi: number | undefined;
+        oldKi: number | undefined;
+      }
+    | undefined;
+  ids: string[];
+  /** The zone the next attempt assumes, and the stored zone before this request. */
+  tz: string;
+  prevTz: string;
+}
+
+function prepareOp(deps: Deps, op: UserOp): PreparedOp {
   const snap = deps.catalog.snapshot;
   const ref =
     op.kind === 'event'
@@ -265,7 +304,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
-  const eventId = randomUUID();
+  const eventId = (op.kind === 'event' && op.opId) || randomUUID();
   const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const now = deps.clock.now();
   const idemKeys =
@@ -301,130 +340,210 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
         }
       : undefined;
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
-  let tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
+  const tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
   // The stored zone before this request (checked by the script when the request changes it).
-  let prevTz = tzCache.get(op.user.id) ?? 'UTC';
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const date = localDate(op.kind === 'grant' ? op.at : now, tz);
-    const periodIdx = periodIndex(plan.streak.freq, date);
-    // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
-    let skip: [number, number] | undefined;
-    if (op.user.tz !== undefined && op.user.tz !== prevTz) {
-      const from = dayIndex(localDate(now, prevTz)) + 1;
-      const to = dayIndex(date) - 1;
-      if (to >= from) skip = [from, to];
-    }
-    const boards = boardsFor(snap, plan, op, now, date);
-    // On a single Redis the user script also moves the user on boards without breakdowns.
-    const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, op.user.id, allKeys);
-    const input = {
-      op: op.kind,
-      now,
-      eventId,
-      ids,
-      user: luaUser(op.user),
-      assumedTz: tz,
-      prevTz,
-      skip,
-      localDate: date,
-      periodIdx,
-      value: op.kind === 'event' ? String(op.valueMicros) : undefined,
-      eattrs:
-        op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length
-          ? op.eventAttributes
-          : undefined,
-      idem,
-      uki: usersKi,
-      shki: streakHistoryKi,
-      mustExist:
-        op.kind === 'upsert'
-          ? op.mustExist
-          : op.kind === 'event' || op.kind === 'complete'
-            ? undefined
-            : true,
-      grant: op.kind === 'grant' ? op.triggerIds : undefined,
-      at: op.kind === 'grant' ? op.at : undefined,
-      count: op.kind === 'freeze' ? op.count : undefined,
-      slot: op.kind === 'freeze' ? op.slot : undefined,
-      fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
-      boosts: boostsFor(snap, plan, op.user.id, date),
-      boards,
-      fuse: fused.fuse,
-      appliedKi: fused.appliedKi,
-    };
-    const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(fused.keys.length, ...fused.keys, compiled.json, JSON.stringify(input)),
-    );
-    const reply = JSON.parse(raw);
-    if (reply.err === 'TZ') {
-      tz = reply.tz;
-      if (reply.prevTz) prevTz = reply.prevTz;
-      continue;
-    }
-    if (reply.err) throw scriptError(reply.err);
-    tzCache.set(op.user.id, tz);
-    const ctx = { tz, localDate: date, periodIdx, now };
-    if (reply.replay) {
-      return {
-        ...ctx,
-        replayOf: reply.replay,
-        eventId: reply.replay,
-        totalMicros: Number(reply.total),
-        created: false,
-        seq: 0,
-        completions: [],
-        points: [],
-        streak: { ...reply.streak, extended: false },
-        boards: [],
-        breakdown: {},
-        profile: {},
-        userId: op.user.id,
-      };
-    }
-    // A replay stored nothing, so only a processed op may refresh the cached display name.
-    if (op.user.name !== undefined) rememberUserName(op.user.id, op.user.name);
-    const result: UserOpResult = {
+  const prevTz = tzCache.get(op.user.id) ?? 'UTC';
+  return {
+    op,
+    snap,
+    compiled,
+    plan,
+    keys,
+    eventId,
+    now,
+    allKeys,
+    usersKi,
+    streakHistoryKi,
+    idem,
+    ids,
+    tz,
+    prevTz,
+  };
+}
+
+/** One attempt's script call: its keys and input for the zone the op assumes now. */
+function attemptOf(deps: Deps, p: PreparedOp) {
+  const { op, snap, plan, now, allKeys, usersKi, streakHistoryKi, idem, ids, eventId, tz, prevTz } = p;
+  const date = localDate(op.kind === 'grant' ? op.at : now, tz);
+  const periodIdx = periodIndex(plan.streak.freq, date);
+  // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
+  let skip: [number, number] | undefined;
+  if (op.user.tz !== undefined && op.user.tz !== prevTz) {
+    const from = dayIndex(localDate(now, prevTz)) + 1;
+    const to = dayIndex(date) - 1;
+    if (to >= from) skip = [from, to];
+  }
+  const boards = boardsFor(snap, plan, op, now, date);
+  // On a single Redis the user script also moves the user on boards without breakdowns.
+  // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
+  const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, op.user.id, allKeys);
+  const input = {
+    op: op.kind,
+    now,
+    eventId,
+    ids,
+    user: luaUser(op.user),
+    assumedTz: tz,
+    prevTz,
+    skip,
+    localDate: date,
+    periodIdx,
+    value: op.kind === 'event' ? String(op.valueMicros) : undefined,
+    eattrs:
+      op.kind === 'event' && op.eventAttributes && Object.keys(op.eventAttributes).length
+        ? op.eventAttributes
+        : undefined,
+    idem,
+    uki: usersKi,
+    shki: streakHistoryKi,
+    mustExist:
+      op.kind === 'upsert' ? op.mustExist : op.kind === 'event' || op.kind === 'complete' ? undefined : true,
+    grant: op.kind === 'grant' ? op.triggerIds : undefined,
+    at: op.kind === 'grant' ? op.at : undefined,
+    count: op.kind === 'freeze' ? op.count : undefined,
+    slot: op.kind === 'freeze' ? op.slot : undefined,
+    fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
+    markMs: op.kind === 'event' ? op.markMs : undefined,
+    boosts: boostsFor(snap, plan, op.user.id, date),
+    boards,
+    fuse: fused.fuse,
+    appliedKi: fused.appliedKi,
+  };
+  return { keys: fused.keys, input: JSON.stringify(input), date, periodIdx };
+}
+
+/** The result of a script reply, or the zone to retry with. */
+async function finishOp(
+  deps: Deps,
+  p: PreparedOp,
+  a: ReturnType<typeof attemptOf>,
+  raw: string,
+): Promise<UserOpResult | 'retry'> {
+  const { op, snap, keys, now } = p;
+  const { date, periodIdx } = a;
+  const tz = p.tz;
+  const reply = JSON.parse(raw);
+  if (reply.err === 'TZ') {
+    p.tz = reply.tz;
+    if (reply.prevTz) p.prevTz = reply.prevTz;
+    return 'retry';
+  }
+  if (reply.err) throw scriptError(reply.err);
+  tzCache.set(op.user.id, tz);
+  const ctx = { tz, localDate: date, periodIdx, now };
+  if (reply.replay) {
+    return {
       ...ctx,
-      eventId: reply.eventId,
+      replayOf: reply.replay,
+      eventId: reply.replay,
       totalMicros: Number(reply.total),
-      created: reply.created,
-      seq: reply.seq,
-      completions: asArray(reply.completions),
-      points: asArray(reply.points as UserOpResult['points']).map((p) => ({
-        ...p,
-        awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })),
-      })),
-      streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
-      boards: asArray(reply.boards),
-      breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,
-      profile: Array.isArray(reply.profile) ? {} : (reply.profile ?? {}),
+      created: false,
+      seq: 0,
+      completions: [],
+      points: [],
+      streak: { ...reply.streak, extended: false },
+      boards: [],
+      breakdown: {},
+      profile: {},
       userId: op.user.id,
     };
-    if (reply.already) result.already = JSON.parse(reply.already);
-    if (typeof reply.granted === 'number') result.granted = reply.granted;
-    if (reply.restore) result.restore = reply.restore;
-    // Board moves the user script made; the rest are applied here, one script per board.
-    const made = fusedMoves(snap, result, asArray(reply.moves));
-    const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
-    // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
-    // follow from the outbox (src/workers/globals.ts).
-    const moves =
-      rest.length && deps.rankings !== false
-        ? await applyBoardUpdates(deps, { ...result, boards: rest })
-        : [];
-    result.boardMoves = made.size
-      ? result.boards
-          .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
-          .filter((m): m is BoardMove => m !== undefined)
-      : moves;
-    if (moves.length) {
-      // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
-      const applied = Object.fromEntries(moves.map((m) => [m.board.id, String(result.seq)]));
-      deps.redis.hset(keys.applied, applied).catch(() => {});
-    }
-    return result;
+  }
+  // A replay stored nothing, so only a processed op may refresh the cached display name.
+  if (op.user.name !== undefined) rememberUserName(op.user.id, op.user.name);
+  const result: UserOpResult = {
+    ...ctx,
+    eventId: reply.eventId,
+    totalMicros: Number(reply.total),
+    created: reply.created,
+    seq: reply.seq,
+    completions: asArray(reply.completions),
+    points: asArray(reply.points as UserOpResult['points']).map((p) => ({
+      ...p,
+      awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })),
+    })),
+    streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
+    boards: asArray(reply.boards),
+    breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,
+    profile: Array.isArray(reply.profile) ? {} : (reply.profile ?? {}),
+    userId: op.user.id,
+  };
+  if (reply.already) result.already = JSON.parse(reply.already);
+  if (typeof reply.granted === 'number') result.granted = reply.granted;
+  if (reply.restore) result.restore = reply.restore;
+  // Board moves the user script made; the rest are applied here, one script per board.
+  const made = fusedMoves(snap, result, asArray(reply.moves));
+  const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
+  // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
+  // follow from the outbox (src/workers/globals.ts).
+  const moves =
+    rest.length && deps.rankings !== false ? await applyBoardUpdates(deps, { ...result, boards: rest }) : [];
+  result.boardMoves = made.size
+    ? result.boards
+        .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
+        .filter((m): m is BoardMove => m !== undefined)
+    : moves;
+  if (moves.length) {
+    // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
+    const applied = Object.fromEntries(moves.map((m) => [m.board.id, String(result.seq)]));
+    deps.redis.hset(keys.applied, applied).catch(() => {});
+  }
+  return result;
+}
+
+/**
+ * Applies one op to one user in a single atomic script call (plus a retry when the user's time
+ * zone was not the one assumed). The cross-user indexes follow from the outbox (src/workers/globals.ts).
+ */
+export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
+  const p = prepareOp(deps, op);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const a = attemptOf(deps, p);
+    const raw = await callScript(deps, () =>
+      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input),
+    );
+    const r = await finishOp(deps, p, a, raw);
+    if (r !== 'retry') return r;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
+}
+
+/**
+ * Applies ops of different users in one script call per plan (single Redis only; lua/applyUserOp.lua
+ * "__multi"): the plan is sent and decoded once, and the calls of a batch chunk overlap. Each op is
+ * committed on its own, as runUserOp would; an op that must be retried (time zone) goes through
+ * runUserOp. Per op: its result, or the error it would have thrown. Redis failing throws.
+ */
+export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserOpResult | Error>> {
+  const prepared = ops.map((op) => prepareOp(deps, op));
+  const byPlan = new Map<string, number[]>();
+  prepared.forEach((p, i) => {
+    const list = byPlan.get(p.compiled.json);
+    if (list) list.push(i);
+    else byPlan.set(p.compiled.json, [i]);
+  });
+  const out: Array<UserOpResult | Error> = new Array(ops.length);
+  await Promise.all(
+    [...byPlan].map(async ([planJson, indexes]) => {
+      const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
+      const keys = attempts.flatMap((a) => a.keys);
+      const list = JSON.stringify(attempts.map((a) => ({ n: a.keys.length, input: a.input })));
+      const replies = (await callScript(deps, () =>
+        deps.redis.applyUserOp(keys.length, ...keys, '__multi', planJson, list),
+      )) as unknown as string[];
+      await Promise.all(
+        indexes.map(async (i, j) => {
+          try {
+            const r = await finishOp(deps, prepared[i]!, attempts[j]!, replies[j]!);
+            out[i] = r === 'retry' ? await runUserOp(deps, ops[i]!) : r;
+          } catch (err) {
+            if (isInfrastructureError(err)) throw err;
+            out[i] = err as Error;
+          }
+        }),
+      );
+    }),
+  );
+  return out;
 }
 
 /**
@@ -461,6 +580,8 @@ function scriptError(code: string): AppError {
       return notFound('User not found');
     case 'OVERFLOW':
       return unprocessable('value would carry a total beyond 9007199254 in magnitude');
+    case 'POINTS_OVERFLOW':
+      return unprocessable('The event would carry a points total beyond 9007199254');
     case 'LOCKED':
       return unprocessable('Achievement is locked');
     case 'NOT_ELIGIBLE':

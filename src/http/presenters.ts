@@ -1,12 +1,4 @@
-import type {
-  AchievementRow,
-  BoostRow,
-  LevelRow,
-  PointsSystemConfig,
-  PointsSystemRow,
-  Snapshot,
-  TriggerRow,
-} from '../catalog/snapshot';
+import type { AchievementRow, BoostRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
 import { boostStatus } from '../engine/boost-status';
 import { fromMicros } from '../engine/decimal';
@@ -123,34 +115,7 @@ export function boostResponse(b: BoostRow, today: string) {
   };
 }
 
-export function levelResponse(l: LevelRow) {
-  return {
-    id: l.id,
-    key: l.key,
-    name: l.name,
-    description: l.description,
-    badgeUrl: l.badgeUrl,
-    points: l.points,
-  };
-}
-
-export function systemBase(sys: PointsSystemRow) {
-  return {
-    id: sys.id,
-    key: sys.key,
-    name: sys.name,
-    description: sys.description,
-    badgeUrl: sys.badgeUrl,
-    maxPoints: sys.maxPoints,
-  };
-}
-
-/** The level a total reaches (highest threshold ≤ total), or null. */
-export function levelOf(sys: PointsSystemConfig, total: number): LevelRow | null {
-  let found: LevelRow | null = null;
-  for (const l of sys.levels) if (l.points <= total) found = l;
-  return found;
-}
+export { levelOf, levelResponse, systemBase } from '../engine/levels';
 
 /** PointsAward from a stored award. */
 export function awardResponse(snap: Snapshot, sys: PointsSystemConfig, a: LuaAward, today: string) {

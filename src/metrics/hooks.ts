@@ -113,8 +113,11 @@ export function observeHistoryPass(deps: Deps, entries: OutboxEntry[], writeMs: 
     const acceptedMs = Number(entryId.slice(0, entryId.indexOf('-')));
     if (Number.isFinite(acceptedMs)) historyEndToEnd.observe(Math.max(0, now - acceptedMs) / 1000);
     completed += r.completions.length;
+    // Level changes as committed (the record's levels); older records: from the configuration.
+    if (r.levels) levels += r.levels.filter((l) => (l.b ? l.b.id : null) !== (l.a ? l.a.id : null)).length;
     for (const group of r.awards) {
       awarded += group.awards.length;
+      if (r.levels) continue;
       const sys = snap.systemsById.get(group.sys);
       if (!sys?.levels.length || !group.awards.length) continue;
       const first = group.awards[0]!;

@@ -40,7 +40,12 @@ export const epochOf = (deps: Deps, r: OutboxEntry['record']) =>
 function pseudoResult(r: OutboxEntry['record']): UserOpResult {
   return {
     tz: r.tz,
-    streak: { length: r.streak?.length ?? 0, lastMet: r.streak?.lastMet, freezes: r.streak?.freezes ?? 0 },
+    streak: {
+      length: r.streak?.length ?? 0,
+      lastMet: r.streak?.lastMet,
+      freezes: r.streak?.freezes ?? 0,
+      pauses: r.streak?.pauses,
+    },
   } as unknown as UserOpResult;
 }
 

@@ -128,6 +128,18 @@ export class Keys {
     };
   }
 
+  /** Accepted event batches (POST /admin/v1/metrics/events), in one slot of their own. */
+  get batches() {
+    return {
+      /** Sorted set batchId -> lease expiry (ms) of every batch not yet fully processed. */
+      pending: `${this.prefix}:{batch}:pending`,
+      /** Hash of one batch: items (JSON), n, done (items before it are committed), owner (token). */
+      batch: (batchId: string) => `${this.prefix}:{batch}:b:${batchId}`,
+      /** Hash of one dashboard import (its batches, for the progress page); expires after a day. */
+      dashboardImport: (importId: string) => `${this.prefix}:{batch}:import:${importId}`,
+    };
+  }
+
   /** Token bucket of one API key (its own slot). */
   rateLimit(apiKeyId: string): string {
     return `${this.prefix}:{rl:${apiKeyId}}:bucket`;
@@ -150,6 +162,8 @@ export class Keys {
       boardChanged: `${base}:lb-changed`,
       /** Hash of lifecycle transitions and one-off enqueue scans already done (marker -> value). */
       done: `${base}:done`,
+      /** Set "<epoch>|<userId>" of users whose streak recompute waits for the history writer. */
+      streakRecompute: `${base}:streak-recompute`,
     };
   }
 

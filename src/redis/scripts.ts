@@ -13,9 +13,12 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
 export const SCRIPT_NAMES = [
   'ackWithGlobals',
   'applyUserOp',
+  'batchProgress',
+  'claimBatch',
   'claimDue',
   'rateLimit',
   'readWindow',
+  'recomputeStreak',
   'updateBoard',
   'updateGlobals',
 ] as const;
@@ -26,10 +29,13 @@ declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+    batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<[number, string, string] | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;
+    recomputeStreak(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     rateLimit(numKeys: number, ...keysAndArgs: string[]): Result<[number, number], Context>;
   }
 }

@@ -46,7 +46,13 @@ export function globalsOf(
     streak === 'set'
       ? `${r.now}|${streakExpiry(deps.catalog.snapshot, {
           tz: r.tz,
-          streak: { length: s.length, lastMet: s.lastMet, freezes: s.freezes ?? 0, extended: false },
+          streak: {
+            length: s.length,
+            lastMet: s.lastMet,
+            freezes: s.freezes ?? 0,
+            extended: false,
+            pauses: s.pauses,
+          },
         })}`
       : '';
   return {

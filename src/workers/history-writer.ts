@@ -1,3 +1,4 @@
+import type { levelResponse, systemBase } from '../engine/levels';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -16,6 +17,9 @@ import { countBackendError, observeHistoryPass } from '../metrics/hooks';
 export const HISTORY_GROUP = 'history';
 
 /** One outbox record as lua/applyUserOp.lua writes it. */
+type LevelShape = ReturnType<typeof levelResponse>;
+type SystemShape = ReturnType<typeof systemBase>;
+
 export interface OutboxRecord {
   op: 'event' | 'complete' | 'upsert';
   id: string;
@@ -41,6 +45,11 @@ export interface OutboxRecord {
       date: number;
     }>;
   }>;
+  /**
+   * Levels before and after the op per system with awards (or a new user at a level), and the
+   * system's base fields, as configured at commit (false: no level). Absent in older records.
+   */
+  levels?: Array<{ sys: string; b: LevelShape | false; a: LevelShape | false; sb?: SystemShape }>;
   streak: {
     length: number;
     lastMet?: number;
@@ -49,6 +58,7 @@ export interface OutboxRecord {
     changed?: boolean;
     extended?: boolean;
     periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
+    pauses?: Array<[number, number]>;
   };
   /** ap: moved by the user script itself (single Redis), so there is nothing to repair. */
   boards: Array<{ id: string; run: string; value: string; ap?: boolean }>;

@@ -7,7 +7,7 @@
 //                  following the last met-or-bridged one)
 //   freezes        "<autoEarnEnabledAtMs>|<userId>" -> next auto-earn slot
 // Members are entered by the history writer from outbox records (user creation, every streak
-// change; see scheduleHook) and by a one-off pass over the users table when a time trigger is
+// change; see scheduleHook) and by a one-off pass over the per-shard user indexes when a time trigger is
 // activated or auto-earn is enabled.
 //
 // Exactly once per slot: a copy claims due members atomically (lua/claimDue.lua re-scores them to a
@@ -16,10 +16,11 @@
 // copy that dies after claiming only delays the slot until the lease expires, never loses or
 // doubles it. Lifecycle work (boost start/finish, leaderboard run start/finalisation) is computed
 // from the configuration (few rows) and recorded with stable ids, so repeating it changes nothing.
-import { and, asc, eq, gt } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
-import { leaderboardRunResults, users } from '../db/schema';
+import { leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
+import { retryStreakRecomputes } from '../engine/streak-recompute';
 import { AppError } from '../errors';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
 import { dropFinalisedRun, finaliseRun, type Ranked, rankingsWindow } from '../engine/leaderboards';
@@ -169,6 +170,7 @@ export class Scheduler {
       boardChanges: 0,
     };
     await this.enqueueActivations();
+    await retryStreakRecomputes(this.deps);
     pass.boostEvents = await this.boosts();
     const lb = await this.leaderboards();
     pass.runsStarted = lb.started;
@@ -200,8 +202,8 @@ export class Scheduler {
 
   /**
    * When a time trigger is activated or auto-earn is enabled, every existing user is entered once
-   * (batches over the users table; members are added with NX, so repeating adds nothing). Users too
-   * new for the table are entered by the history writer. The pass runs twice (at activation and
+   * (batches over the per-shard user indexes; members are added with NX, so repeating adds nothing).
+   * Users created after the scan are entered by the history writer. The pass runs twice (at activation and
    * again a few minutes later) to cover users whose first record was written while the activation
    * was not yet visible to the history writer.
    */
@@ -238,22 +240,26 @@ export class Scheduler {
       const want = now >= job.since + 5 * 60_000 ? 2 : 1;
       if (level >= want) continue;
       const key = job.marker.startsWith('tt|') ? k.timeTriggers : k.freezes;
-      let after = '';
-      for (;;) {
-        const rows = await this.deps.db
-          .select({ id: users.id, created: users.created })
-          .from(users)
-          .where(after ? gt(users.id, after) : undefined)
-          .orderBy(asc(users.id))
-          .limit(1000);
-        if (!rows.length) break;
-        const pipe = crossSlotPipeline(this.deps.redis);
-        for (const u of rows) {
-          const [score, member] = job.add(u.id, u.created.getTime());
-          pipe.zadd(key, 'NX', score, member);
+      // Every user from the per-shard user indexes, which the user script writes as it creates a
+      // user: a user created while the activation commits is found here even when the history
+      // writer has not written it to Postgres yet (nor seen the activation when it does).
+      for (let shard = 0; shard < this.deps.keys.shards; shard++) {
+        for (let from = 0; ; from += 1000) {
+          const flat = await this.deps.redis.zrange(
+            this.deps.keys.shardUsers(shard),
+            from,
+            from + 999,
+            'WITHSCORES',
+          );
+          if (!flat.length) break;
+          const pipe = crossSlotPipeline(this.deps.redis);
+          for (let i = 0; i < flat.length; i += 2) {
+            const [score, member] = job.add(flat[i]!, Number(flat[i + 1]));
+            pipe.zadd(key, 'NX', score, member);
+          }
+          await pipe.exec();
+          if (flat.length < 2000) break;
         }
-        await pipe.exec();
-        after = rows[rows.length - 1]!.id;
       }
       await this.deps.redis.hset(k.done, job.marker, String(want));
     }

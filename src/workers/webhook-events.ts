@@ -126,8 +126,8 @@ export function eventsOfRecord(
   profile: Record<string, string>,
 ): WebhookEvent[] {
   const op = r.op as string;
-  // Restores and backdates fire nothing; idempotent replays write no record at all.
-  if (op === 'restore' || op === 'backdate') return [];
+  // Restores, backdates and streak recomputes fire nothing; idempotent replays write no record at all.
+  if (op === 'restore' || op === 'backdate' || op === 'recompute') return [];
   const out: WebhookEvent[] = [];
   const user = () => userResponse(snap, profile);
   const ev = (type: WebhookEventType, key: string, fields: Record<string, unknown>, at = r.now) =>
@@ -160,31 +160,40 @@ export function eventsOfRecord(
     ev('streak.freeze_earned', String(r.slot), { user: user(), earned: r.granted, freezes: s?.freezes ?? 0 });
   }
 
-  for (const group of r.awards) {
-    const sys = snap.systemsById.get(group.sys);
-    if (!sys || group.awards.length === 0) continue;
-    const first = group.awards[0]!;
-    const last = group.awards[group.awards.length - 1]!;
-    const total = last.total;
-    const added = group.awards.reduce((n, a) => n + a.awarded, 0);
-    const level = levelOf(sys, total);
-    ev('points.changed', sys.id, {
-      user: user(),
-      points: {
-        ...systemBase(sys),
-        total,
-        added,
-        level: level ? levelResponse(level) : null,
-        awards: [...group.awards].reverse().map((a) => awardResponse(snap, sys, a, r.date)),
-      },
-    });
-    const before = levelOf(sys, first.total - first.awarded);
-    if ((before?.id ?? null) !== (level?.id ?? null)) {
-      ev('points.level_changed', sys.id, {
+  // Levels and system fields as configured at commit (the record's), not as configured now; records
+  // written before they carried them fall back to the current configuration.
+  const committed = new Map((r.levels ?? []).map((l) => [l.sys, l]));
+  const systems = new Set([...r.awards.map((g) => g.sys), ...committed.keys()]);
+  for (const sysId of systems) {
+    const sys = snap.systemsById.get(sysId);
+    const lv = committed.get(sysId);
+    const group = r.awards.find((g) => g.sys === sysId);
+    const awards = group?.awards ?? [];
+    const base = lv?.sb ?? (sys ? systemBase(sys) : null);
+    if (!base) continue;
+    const first = awards[0];
+    const total = awards.length ? awards[awards.length - 1]!.total : 0;
+    const now = lv ? lv.a || null : sys ? levelOf(sys, total) : null;
+    const level = now ? levelResponse(now) : null;
+    const before = lv ? lv.b || null : sys && first ? levelOf(sys, first.total - first.awarded) : null;
+    if (awards.length && sys) {
+      ev('points.changed', sysId, {
         user: user(),
-        points: { ...systemBase(sys), total },
+        points: {
+          ...base,
+          total,
+          added: awards.reduce((n, a) => n + a.awarded, 0),
+          level,
+          awards: [...awards].reverse().map((a) => awardResponse(snap, sys, a, r.date)),
+        },
+      });
+    }
+    if ((before?.id ?? null) !== (now?.id ?? null)) {
+      ev('points.level_changed', sysId, {
+        user: user(),
+        points: { ...base, total },
         previousLevel: before ? levelResponse(before) : null,
-        newLevel: level ? levelResponse(level) : null,
+        newLevel: level,
       });
     }
   }

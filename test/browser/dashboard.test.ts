@@ -414,6 +414,32 @@ describe('dashboard in a browser', () => {
     await shot('simulation');
   });
 
+  it('imports a CSV file of events with progress, and shows the issues of a rejected file', async () => {
+    await go('/dashboard/import');
+    const upload = async (name: string, text: string) => {
+      await page.locator('#f-file').setInputFiles({ name, mimeType: 'text/csv', buffer: Buffer.from(text) });
+      await page.getByRole('button', { name: 'Import' }).click();
+    };
+    // Rejected as a whole: every invalid event is named, nothing is recorded.
+    await upload('bad.csv', 'key,userId,value\nlessons,imp-1,1\nnope,imp-2,1\nlessons,imp-3,abc\n');
+    const issues = page.locator('#import-issues');
+    await expect(issues.textContent()).resolves.toContain('2 invalid events');
+    await expect(issues.textContent()).resolves.toContain('Event 2: Metric not found: nope');
+    await expect(issues.textContent()).resolves.toContain('Event 3: value must be a number');
+    await shot('import-rejected');
+    expect((await t.api('GET', '/v1/users/imp-1')).status).toBe(404);
+
+    await upload(
+      'good.csv',
+      'key,userId,value,tz\nlessons,imp-1,2,Europe/Berlin\nlessons,imp-2,1,\nlessons,imp-1,3,\n',
+    );
+    await page.locator('#import-progress[data-done="true"]').waitFor();
+    await expect(page.locator('#import-count').textContent()).resolves.toBe('3 of 3');
+    await shot('import-done');
+    const metrics = (await t.api('GET', '/v1/users/imp-1/metrics')).body;
+    expect(metrics.find((m: any) => m.key === 'lessons').current).toBe(5);
+  });
+
   it('signs out', async () => {
     await go('/dashboard');
     await page.click('.side button:has-text("Sign out")');

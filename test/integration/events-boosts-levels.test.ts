@@ -260,7 +260,8 @@ describe('levels on events', () => {
     const u = uid();
     const first = await send(s.metric, u, 1);
     expect(first.body.points[s.key].total).toBe(10);
-    expect(first.body.points[s.key]).not.toHaveProperty('level');
+    // The user is new: no level before the request (semantics §5.11), the starter level after it.
+    expect(first.body.points[s.key].level).toMatchObject({ id: l0!.id, key: 'starter' });
     const second = await send(s.metric, u, 1);
     expect(second.body.points[s.key].level).toEqual({
       id: l20!.id,

@@ -150,4 +150,24 @@ describe('streak leaderboards', () => {
     t.clock.set(day(22, '11:00:00'));
     expect(await standings(t, b.key)).toEqual([]);
   });
+
+  it('keeps a streak that only a pause keeps alive on the board (its expiry counts the pause)', async () => {
+    t.clock.set(day(28, '06:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak' });
+    expect((await t.api('POST', '/v1/users', { id: 'st-paused' })).status).toBe(201);
+    const pause = await t.admin('POST', '/streaks/pauses', {
+      pauses: [{ userId: 'st-paused', start: '2025-03-29', end: '2025-03-29' }],
+    });
+    expect(pause.body.issues).toEqual([]);
+    t.clock.set(day(28));
+    await send(t, m.key, 'st-paused', 1);
+    await send(t, m.key, 'st-plain', 1);
+    // 29 Mar went unmet: the pause bridges it for st-paused; st-plain's streak is broken.
+    t.clock.set(day(30));
+    expect((await t.api('GET', '/v1/users/st-paused/streak')).body.length).toBe(1);
+    expect(await standings(t, b.key)).toEqual([['st-paused', 1]]);
+    // 30 Mar went unmet too, with nothing to bridge it.
+    t.clock.set(day(31, '00:00:00'));
+    expect(await standings(t, b.key)).toEqual([]);
+  });
 });

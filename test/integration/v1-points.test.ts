@@ -206,6 +206,9 @@ describe('summaries', () => {
     s = await createTestServer({ now: NOW });
     await adminCreate(s, '/attributes', [{ key: 'plan', name: 'Plan', type: 'user' }]);
     await s.api('POST', '/v1/users', { id: 'before-system' });
+    // In the pro cohort from before the system existed: its total is 0 (semantics §7.2).
+    await s.api('POST', '/v1/users', { id: 'early-pro', attributes: { plan: 'pro' } });
+    await s.settle();
     const [m] = await adminCreate(s, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
     const [sys] = await adminCreate(s, '/points', [{ key: 'xp', name: 'XP' }]);
     await adminCreate(s, '/points', [{ key: 'plain', name: 'Plain' }]);
@@ -240,7 +243,7 @@ describe('summaries', () => {
     const res = await s.api('GET', '/v1/points/xp/summary');
     expect(res.status).toBe(200);
     const expected = ranges(100).map((r) => ({ ...r, users: 0 }));
-    expected[0]!.users = 2; // zero, and a user created before the system existed
+    expected[0]!.users = 3; // zero, and two users created before the system existed
     expected[1]!.users = 2; // ten (10), fifty (50)
     expected[8]!.users = 1; // big (730)
     expect(res.body).toEqual(expected);
@@ -248,13 +251,13 @@ describe('summaries', () => {
 
   it('counts every user with 0 in a system without awards', async () => {
     const res = await s.api('GET', '/v1/points/plain/summary');
-    expect(res.body.map((r: any) => r.users)).toEqual([5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expect(res.body.map((r: any) => r.users)).toEqual([6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     expect(res.body[10]).toEqual({ from: 10, to: 10, users: 0 });
   });
 
-  it('restricts the population with a userAttributes filter', async () => {
+  it('restricts the population with a userAttributes filter, counting cohort users from before the system', async () => {
     const pro = await s.api('GET', '/v1/points/xp/summary?userAttributes=plan%3Apro');
-    expect(pro.body.map((r: any) => r.users)).toEqual([1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0]);
+    expect(pro.body.map((r: any) => r.users)).toEqual([2, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0]);
     const free = await s.api('GET', '/v1/points/xp/summary?userAttributes=plan:free');
     expect(free.body[10]).toEqual({ from: 10, to: 10, users: 1 });
     expect(free.body.reduce((sum: number, r: any) => sum + r.users, 0)).toBe(1);
@@ -273,7 +276,7 @@ describe('summaries', () => {
     const res = await s.api('GET', '/v1/points/xp/level-summary');
     expect(res.status).toBe(200);
     expect(res.body.map((x: any) => [x.level.key, x.users])).toEqual([
-      ['bronze', 3],
+      ['bronze', 4],
       ['silver', 1],
       ['gold', 1],
     ]);

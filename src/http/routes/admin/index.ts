@@ -14,6 +14,7 @@ import type { AppEnv } from '../../env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
 import { mountConfig } from './config';
+import { mountMetricEvents } from './metric-events';
 import { mountRebuild } from './rebuild';
 import { mountSimulations } from './simulations';
 import { mountStreakOps } from './streak-ops';
@@ -24,6 +25,7 @@ import { mountWebhookDeliveries } from './webhook-deliveries';
 /** Every /admin/v1 route. */
 export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
   const app = new Hono<AppEnv>();
+  mountMetricEvents(app, deps, registry);
   mountBulk(app, deps, registry, '/metrics', metricsResource);
   mountBulk(app, deps, registry, '/attributes', attributesResource);
   mountBulk(app, deps, registry, '/points', pointsSystemsResource);

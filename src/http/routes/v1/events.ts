@@ -47,8 +47,9 @@ export function pointsMap(snap: Snapshot, r: UserOpResult) {
   for (const p of r.points) {
     const sys = snap.systemsById.get(p.sys);
     if (!sys) continue;
-    const before = levelOf(sys, p.total - p.added);
-    const after = levelOf(sys, p.total);
+    // The levels at commit, from the script (semantics §5.11: a new user had none before).
+    const before = p.lb !== undefined ? p.lb || null : levelOf(sys, p.total - p.added);
+    const after = p.la !== undefined ? p.la || null : levelOf(sys, p.total);
     const entry: Record<string, unknown> = {
       ...systemBase(sys),
       total: p.total,
@@ -56,6 +57,7 @@ export function pointsMap(snap: Snapshot, r: UserOpResult) {
       awards: [...p.awards].reverse().map((a) => awardResponse(snap, sys, a, r.localDate)),
     };
     if ((before?.id ?? null) !== (after?.id ?? null)) entry.level = after ? levelResponse(after) : null;
+    else if (p.awards.length === 0) continue;
     out[sys.key] = entry;
   }
   return out;

@@ -1,0 +1,71 @@
+--[[
+recomputeStreak: replaces one user's streak state by one recomputed from recorded activity under new
+streak settings (semantics §4.10, frequency change), only if nothing happened to the user since the
+history it was computed from was read (the profile's seq is the one given); otherwise nothing is
+written and the caller retries once the history writer has caught up. Freezes and the longest streak
+are kept (the longest only grows). Writes an outbox record (op "recompute") so the history writer
+carries the new length to the streak rankings, streak leaderboards, streak_periods and user_states,
+like any op's; it fires no webhooks.
+
+KEYS[1] profile hash   KEYS[2] streak hash   KEYS[3] shard outbox stream
+ARGV[1] expected profile seq
+ARGV[2] JSON {epoch, fields = {field, value, ...} (streak hash fields), length, lastMet?, started?,
+        longest, periods = [{idx, length}], record = {...} (record fields the caller knows: id, user,
+        now, tz, date, freq, boards), breakdownKeys = [...]}
+
+Reply: 1 written, 0 the user changed since (or does not exist): nothing written.
+]]
+local K_PROFILE, K_STREAK, K_OUTBOX = KEYS[1], KEYS[2], KEYS[3]
+local expected = ARGV[1]
+local input = cjson.decode(ARGV[2])
+
+local seq = redis.call('HGET', K_PROFILE, 'seq')
+if seq == false or seq ~= expected then return 0 end
+seq = tonumber(seq) + 1
+
+local cur = redis.call('HMGET', K_STREAK, 'freezes', 'longest', 'longestAt')
+local freezes = tonumber(cur[1] or '0')
+local longest = tonumber(cur[2] or '0')
+local longestAt = cur[3] or '0'
+if input.longest > longest then
+  longest = input.longest
+  longestAt = tostring(input.record.now)
+end
+
+local fields = input.fields
+fields[#fields + 1] = 'longest'
+fields[#fields + 1] = string.format('%.0f', longest)
+fields[#fields + 1] = 'longestAt'
+fields[#fields + 1] = longestAt
+fields[#fields + 1] = 'freezes'
+fields[#fields + 1] = string.format('%.0f', freezes)
+redis.call('HSET', K_STREAK, unpack(fields))
+redis.call('HSET', K_PROFILE, 'seq', string.format('%.0f', seq))
+
+local battrs = {}
+for _, k in ipairs(input.breakdownKeys or {}) do
+  local v = redis.call('HGET', K_PROFILE, 'a:' .. k)
+  if v then battrs[k] = v end
+end
+
+local record = input.record
+record.op = 'recompute'
+record.seq = seq
+record.created = false
+record.completions = {}
+record.awards = {}
+record.battrs = battrs
+record.epoch = input.epoch
+record.streak = {
+  length = input.length,
+  lastMet = input.lastMet,
+  started = input.started,
+  freezes = freezes,
+  extended = false,
+  changed = true,
+  periods = input.periods,
+}
+record.sh = fields
+record.ts = (function() local t = redis.call('TIME') return t[1] .. string.format('%06d', tonumber(t[2])) end)()
+redis.call('XADD', K_OUTBOX, '*', 'r', cjson.encode(record))
+return 1

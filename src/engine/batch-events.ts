@@ -1,0 +1,249 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Deps } from '../deps';
+import { isInfrastructureError, unavailable } from '../errors';
+import { isCluster } from '../redis/client';
+import { runUserOp, runUserOps, type UserInput, type UserOp } from './user-op';
+
+/**
+ * Batch event ingestion (admin-api §6): a validated batch is accepted in one atomic Redis write
+ * (a hash with every item plus its entry in the set of unfinished batches, both in the `{batch}`
+ * slot), then processed chunk by chunk. Durability and ordering:
+ * - Each item's event id is derived from the batch id and its index, so a resumed item has the same
+ *   op id; the user script answers an op it already committed from its reply marker instead of
+ *   applying it again. Batch items keep their markers until their chunk is recorded.
+ * - `done` (every item before it is committed) is recorded after each chunk, with the lease renewed,
+ *   by lua/batchProgress.lua, only while this processor still owns the batch.
+ * - A processor that dies leaves its lease to expire; any process's BatchResumer (src/workers/batches.ts)
+ *   takes the batch over (lua/claimBatch.lua, which also fences the old owner out) and goes on from
+ *   `done`. Items of one user run one after the other in array order; different users run in parallel.
+ * - When every item is done the batch's keys are removed.
+ */
+
+/** One validated item, as stored in the batch record. */
+export interface BatchItem {
+  /** metric id */
+  m: string;
+  u: UserInput;
+  /** value in millionths */
+  v: number;
+  /** event attributes */
+  a?: Record<string, string>;
+  /** idempotency key */
+  k?: string;
+}
+
+export interface AcceptedBatch {
+  id: string;
+  owner: string;
+  done: number;
+  items: BatchItem[];
+}
+
+/** Reply markers of batch items outlive any plausible wait for a resume (they are deleted per chunk). */
+const MARK_MS = 7 * 24 * 3600 * 1000;
+
+/** The event id of item `index` of a batch: stable, so a resumed item is recognised. */
+export function batchEventId(batchId: string, index: number): string {
+  const h = createHash('sha256').update(`${batchId}:${index}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Durably accepts a validated batch: one MULTI in the batch slot. Redis unavailable → 503, nothing accepted. */
+export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<AcceptedBatch> {
+  if (deps.redis.status !== 'ready') throw unavailable();
+  const id = randomUUID();
+  const k = deps.keys.batches;
+  const now = deps.clock.now();
+  try {
+    const res = await deps.redis
+      .multi()
+      .hset(k.batch(id), {
+        items: JSON.stringify(items),
+        n: String(items.length),
+        done: '0',
+        owner: '1',
+        at: String(now),
+      })
+      .zadd(k.pending, String(Date.now() + deps.config.BATCH_LEASE_MS), id)
+      .exec();
+    if (!res || res.some(([err]) => err)) throw unavailable();
+  } catch (err) {
+    if (isInfrastructureError(err)) throw unavailable();
+    throw err;
+  }
+  return { id, owner: '1', done: 0, items };
+}
+
+export type BatchOutcome = 'done' | 'interrupted' | 'lost';
+
+/**
+ * Processes a batch from `done` to its end. 'interrupted': Redis failed or `stop()` asked; the
+ * lease will expire and another pass resumes it. 'lost': another processor took the batch over.
+ */
+export async function processBatch(
+  deps: Deps,
+  batch: AcceptedBatch,
+  opts: { stopping?: () => boolean } = {},
+): Promise<BatchOutcome> {
+  const k = deps.keys.batches;
+  const chunkSize = deps.config.BATCH_CHUNK_SIZE;
+  const leaseMs = deps.config.BATCH_LEASE_MS;
+  let done = batch.done;
+  let lost = false;
+  const record = async (upTo: number) => {
+    const r = await deps.redis.batchProgress(
+      2,
+      k.pending,
+      k.batch(batch.id),
+      batch.id,
+      batch.owner,
+      String(upTo),
+      String(Date.now() + leaseMs),
+    );
+    if (r !== 1) lost = true;
+    return r === 1;
+  };
+  // The lease is renewed while a chunk runs (a chunk can outlast it when Redis is slow).
+  const renew = setInterval(
+    () => {
+      record(done).catch(() => {});
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+  renew.unref();
+  try {
+    while (done < batch.items.length) {
+      if (lost) return 'lost';
+      if (opts.stopping?.()) return 'interrupted';
+      const end = Math.min(batch.items.length, done + chunkSize);
+      const ok = await runChunk(deps, batch, done, end);
+      if (!ok) return 'interrupted';
+      if (!(await record(end))) return 'lost';
+      await forgetMarkers(deps, batch, done, end);
+      done = end;
+    }
+    return 'done';
+  } catch (err) {
+    if (isInfrastructureError(err) || (err as { code?: string })?.code === 'UNAVAILABLE')
+      return 'interrupted';
+    throw err;
+  } finally {
+    clearInterval(renew);
+  }
+}
+
+/** Items [from, to): users in parallel, each user's items in array order. false: Redis failed. */
+async function runChunk(deps: Deps, batch: AcceptedBatch, from: number, to: number): Promise<boolean> {
+  const byUser = new Map<string, number[]>();
+  for (let i = from; i < to; i++) {
+    const uid = batch.items[i]!.u.id;
+    const list = byUser.get(uid);
+    if (list) list.push(i);
+    else byUser.set(uid, [i]);
+  }
+  const chains = [...byUser.values()];
+  try {
+    if (!isCluster(deps.redis)) {
+      // Waves of one item per user (so each user's items stay in order), each wave in a few script
+      // calls of up to MULTI_OPS ops (lua/applyUserOp.lua "__multi").
+      for (let k = 0; ; k++) {
+        const wave = chains.filter((c) => c.length > k).map((c) => c[k]!);
+        if (!wave.length) break;
+        const calls: Promise<void>[] = [];
+        for (let w = 0; w < wave.length; w += MULTI_OPS) {
+          const part = wave.slice(w, w + MULTI_OPS);
+          calls.push(
+            runUserOps(
+              deps,
+              part.map((i) => itemOp(batch, i)),
+            ).then((results) =>
+              results.forEach((r, j) => {
+                if (r instanceof Error) refused(deps, batch, part[j]!, r);
+              }),
+            ),
+          );
+        }
+        await Promise.all(calls);
+      }
+      return true;
+    }
+    await Promise.all(
+      chains.map(async (indexes) => {
+        for (const i of indexes) {
+          try {
+            await runUserOp(deps, itemOp(batch, i));
+          } catch (err) {
+            if (isUnavailable(err)) throw err;
+            refused(deps, batch, i, err as Error);
+          }
+        }
+      }),
+    );
+    return true;
+  } catch (err) {
+    if (isUnavailable(err)) return false;
+    throw err;
+  }
+}
+
+/** Ops per multi-op script call: long enough to share the plan, short enough not to stall Redis. */
+const MULTI_OPS = 25;
+
+const isUnavailable = (err: unknown) =>
+  isInfrastructureError(err) || (err as { code?: string })?.code === 'UNAVAILABLE';
+
+function itemOp(batch: AcceptedBatch, i: number): UserOp {
+  const item = batch.items[i]!;
+  return {
+    kind: 'event',
+    metricId: item.m,
+    user: item.u,
+    valueMicros: item.v,
+    eventAttributes: item.a,
+    idempotencyKey: item.k,
+    opId: batchEventId(batch.id, i),
+    markMs: MARK_MS,
+  };
+}
+
+/**
+ * An item refused by the user's state at its turn (e.g. a total would pass its bound, or the metric
+ * was deleted since acceptance): it has no effect, as that single event would have had.
+ */
+function refused(deps: Deps, batch: AcceptedBatch, index: number, err: Error): void {
+  deps.logger.warn({ batch: batch.id, index, err: err.message }, 'batch item refused; skipped');
+}
+
+/** Reply markers of a recorded chunk are no longer needed: best effort (they expire anyway). */
+async function forgetMarkers(deps: Deps, batch: AcceptedBatch, from: number, to: number): Promise<void> {
+  const keys: string[] = [];
+  for (let i = from; i < to; i++)
+    keys.push(deps.keys.user(batch.items[i]!.u.id).op(batchEventId(batch.id, i)));
+  try {
+    if (!isCluster(deps.redis)) await deps.redis.unlink(...keys);
+    else await Promise.all(keys.map((key) => deps.redis.unlink(key)));
+  } catch {
+    // The markers expire by themselves.
+  }
+}
+
+/** Claims one batch whose lease has expired, or null. */
+export async function claimExpiredBatch(deps: Deps): Promise<AcceptedBatch | null> {
+  const k = deps.keys.batches;
+  const now = Date.now();
+  const due = await deps.redis.zrangebyscore(k.pending, '-inf', String(now), 'LIMIT', 0, 5);
+  for (const id of due) {
+    const r = await deps.redis.claimBatch(
+      2,
+      k.pending,
+      k.batch(id),
+      id,
+      String(now),
+      String(now + deps.config.BATCH_LEASE_MS),
+    );
+    if (!r) continue;
+    const [owner, done, items] = r;
+    return { id, owner: String(owner), done: Number(done), items: JSON.parse(items) as BatchItem[] };
+  }
+  return null;
+}

@@ -1,0 +1,58 @@
+import { claimExpiredBatch, processBatch } from '../engine/batch-events';
+import type { Deps } from '../deps';
+
+/**
+ * Resumes accepted event batches whose processor stopped (crash, SIGKILL, Redis failure, restart):
+ * every process with workers looks for expired leases and takes such a batch over, going on from its
+ * last recorded item (src/engine/batch-events.ts). Safe in any number of copies.
+ */
+export class BatchResumer {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopping = false;
+
+  constructor(private readonly deps: Deps) {}
+
+  start(): void {
+    const every = Math.max(50, Math.min(1000, Math.floor(this.deps.config.BATCH_LEASE_MS / 2)));
+    this.timer = setInterval(() => {
+      if (!this.running)
+        this.running = this.pass()
+          .then(
+            () => {},
+            () => {},
+          )
+          .finally(() => (this.running = null));
+    }, every);
+    this.timer.unref();
+  }
+
+  /** Processes expired batches until none is left; returns how many were taken over. */
+  async pass(): Promise<number> {
+    let n = 0;
+    while (!this.stopping) {
+      let batch: Awaited<ReturnType<typeof claimExpiredBatch>>;
+      try {
+        batch = await claimExpiredBatch(this.deps);
+      } catch {
+        return n; // Redis unavailable: the next pass tries again
+      }
+      if (!batch) return n;
+      n++;
+      this.deps.logger.info({ batch: batch.id, from: batch.done }, 'resuming event batch');
+      try {
+        await processBatch(this.deps, batch, { stopping: () => this.stopping });
+      } catch (err) {
+        this.deps.logger.error({ batch: batch.id, err }, 'event batch resume failed; retried later');
+        return n;
+      }
+    }
+    return n;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,247 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptBatch, batchEventId, processBatch } from '../../src/engine/batch-events';
+import { runUserOp } from '../../src/engine/user-op';
+import { BatchResumer } from '../../src/workers/batches';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+
+// POST /admin/v1/metrics/events (admin-api §6).
+
+let t: TestServer;
+let metricId: string;
+let sysId: string;
+const batch = (items: unknown) => t.admin('POST', '/metrics/events', items);
+const total = async (user: string, mid = metricId) =>
+  Number((await t.deps.redis.hget(t.deps.keys.user(user).metrics, mid)) ?? '0') / 1e6;
+const points = async (user: string) =>
+  Number((await t.deps.redis.hget(t.deps.keys.user(user).points, sysId)) ?? '0');
+
+beforeAll(async () => {
+  t = await createTestServer();
+  [{ id: metricId }] = await adminCreate(t, '/metrics', [{ key: 'steps', name: 'Steps' }]);
+  await adminCreate(t, '/metrics', [{ key: 'other', name: 'Other' }]);
+  await adminCreate(t, '/attributes', [
+    { key: 'plan', name: 'Plan', type: 'user' },
+    { key: 'source', name: 'Source', type: 'event' },
+  ]);
+  [{ id: sysId }] = await adminCreate(t, '/points', [{ key: 'xp', name: 'XP' }]);
+  await adminCreate(t, `/points/${sysId}/triggers`, [
+    { type: 'metric', points: 10, metricId, metricThreshold: 3, status: 'active' },
+  ]);
+  await adminCreate(t, '/achievements', [
+    { key: 'ten', name: 'Ten', trigger: 'metric', metricId, metricValue: 10, status: 'active' },
+  ]);
+});
+afterAll(async () => t.close());
+
+describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
+  const ok = (user: string) => ({ key: 'steps', user: { id: user }, value: 1 });
+
+  it('answers 400 when the body is not an array, and 422 when it is empty or above 1000 items', async () => {
+    expect(await batch({ key: 'steps' })).toMatchObject({ status: 400 });
+    const empty = await batch([]);
+    expect(empty.status).toBe(422);
+    expect(empty.body).toEqual({ error: expect.any(String) });
+    const big = await batch(Array.from({ length: 1001 }, (_, i) => ok(`v-big-${i}`)));
+    expect(big.status).toBe(422);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-big-0').profile)).toBe(0);
+  });
+
+  it('answers 400 naming the item index for a structural problem, before anything is processed', async () => {
+    const r = await batch([ok('v-s1'), { key: 'steps', user: { id: 'v-s2' }, value: '3' }]);
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ error: 'Item 1: value must be a number' });
+    const r2 = await batch([ok('v-s1'), { key: 'steps', value: 1 }]);
+    expect(r2.body).toEqual({ error: 'Item 1: user is required' });
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-s1').profile)).toBe(0);
+  });
+
+  it('answers 404 "Metric not found: <key>" for an unknown metric key', async () => {
+    const r = await batch([ok('v-m1'), { key: 'nope', user: { id: 'v-m2' }, value: 1 }]);
+    expect(r).toMatchObject({ status: 404, body: { error: 'Metric not found: nope' } });
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-m1').profile)).toBe(0);
+  });
+
+  it('answers 422 naming the item index for a domain problem, and changes nothing', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ ...ok('v-d'), user: { id: 'v-d', tz: 'Mars/Base' } }, 'Item 1: Unknown time zone: Mars/Base'],
+      [{ ...ok('v-d'), attributes: { nope: 'x' } }, 'Item 1: Invalid attribute keys: nope.'],
+      [
+        { ...ok('v-d'), user: { id: 'v-d', attributes: { nope: 'x' } } },
+        'Item 1: Invalid attribute keys: nope.',
+      ],
+      [{ ...ok('v-d'), idempotencyKey: '' }, 'Item 1: idempotencyKey must be 1 to 255 characters'],
+      [{ ...ok('v-d'), value: 1e300 }, 'Item 1: value is too large'],
+    ];
+    for (const [item, error] of cases) {
+      const r = await batch([ok('v-d0'), item]);
+      expect([r.status, r.body]).toEqual([422, { error }]);
+    }
+    // A non-finite number (1e400 parses as Infinity).
+    const res = await t.app.request('/admin/v1/metrics/events', {
+      method: 'POST',
+      headers: { 'X-API-KEY': t.adminKey, 'Content-Type': 'application/json' },
+      body: '[{"key":"steps","user":{"id":"v-d0"},"value":1},{"key":"steps","user":{"id":"v-d"},"value":1e400}]',
+    });
+    expect([res.status, await res.json()]).toEqual([422, { error: 'Item 1: value must be a finite number' }]);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-d0').profile)).toBe(0);
+  });
+
+  it('is described in /openapi.json', async () => {
+    const doc = (await (await t.app.request('/openapi.json')).json()) as any;
+    const op = doc.paths['/admin/v1/metrics/events'].post;
+    expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['202', '400', '404', '422', '503']));
+    expect(op.requestBody.content['application/json'].schema).toMatchObject({
+      type: 'array',
+      maxItems: 1000,
+    });
+  });
+
+  it('refuses application keys', async () => {
+    const r = await t.api('POST', '/admin/v1/metrics/events', [ok('v-k')]);
+    expect(r.status).toBe(401);
+  });
+});
+
+describe('POST /admin/v1/metrics/events: processing', () => {
+  it('processes every item like a single event (identification, totals, triggers, achievements, history) and answers 202', async () => {
+    const items = [
+      { key: 'steps', user: { id: 'p-1', name: 'Ann', attributes: { plan: 'pro' } }, value: 2 },
+      { key: 'steps', user: { id: 'p-2' }, value: 5, attributes: { source: 'app' } },
+      { key: 'steps', user: { id: 'p-1' }, value: 1.5 },
+      { key: 'other', user: { id: 'p-1' }, value: 7 },
+      { key: 'steps', user: { id: 'p-1' }, value: 7 },
+    ];
+    const r = await batch(items);
+    expect([r.status, r.body]).toEqual([202, { accepted: 5 }]);
+    expect(await total('p-1')).toBe(10.5);
+    expect(await total('p-2')).toBe(5);
+    expect(await points('p-1')).toBe(30);
+    expect(await points('p-2')).toBe(10);
+    const u = await t.api('GET', '/v1/users/p-1');
+    expect(u.body).toMatchObject({ id: 'p-1', name: 'Ann', attributes: { plan: 'pro' } });
+    const ach = await t.api('GET', '/v1/users/p-1/achievements');
+    expect(ach.body.map((a: any) => a.key)).toContain('ten');
+    await t.settle();
+    // History in array order per user (the user's op sequence).
+    const rows = await t.deps.sql<{ user_id: string; value_micros: number }[]>`
+      select user_id, value_micros from events where user_id in ('p-1','p-2') order by user_id, seq`;
+    expect(rows.map((r) => [r.user_id, r.value_micros / 1e6])).toEqual([
+      ['p-1', 2],
+      ['p-1', 1.5],
+      ['p-1', 7],
+      ['p-1', 7],
+      ['p-2', 5],
+    ]);
+    // Each item's event id is its pre-minted batch id (resumption recognises it).
+    const ids = await t.deps.sql<{ id: string }[]>`select id::text from events where user_id = 'p-2'`;
+    expect(ids[0]!.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('skips items whose idempotencyKey was already used for the same user and metric', async () => {
+    const first = await t.api(
+      'POST',
+      '/v1/metrics/steps/event',
+      { user: { id: 'i-1' }, value: 1 },
+      { 'Idempotency-Key': 'k1' },
+    );
+    expect(first.status).toBe(201);
+    const r = await batch([
+      { key: 'steps', user: { id: 'i-1' }, value: 100, idempotencyKey: 'k1' },
+      { key: 'steps', user: { id: 'i-1' }, value: 2, idempotencyKey: 'k2' },
+      { key: 'steps', user: { id: 'i-1' }, value: 200, idempotencyKey: 'k2' },
+      { key: 'other', user: { id: 'i-1' }, value: 4, idempotencyKey: 'k2' },
+      { key: 'steps', user: { id: 'i-2' }, value: 3, idempotencyKey: 'k2' },
+    ]);
+    expect([r.status, r.body]).toEqual([202, { accepted: 5 }]);
+    expect(await total('i-1')).toBe(3);
+    expect(await total('i-2')).toBe(3);
+    const other = t.deps.catalog.snapshot.metricsByKey.get('other')!.id;
+    expect(await total('i-1', other)).toBe(4);
+  });
+
+  it('keeps parallel batches touching the same users exact (totals, one award per crossing)', async () => {
+    const users = Array.from({ length: 20 }, (_, i) => `par-${i}`);
+    const batches = Array.from({ length: 5 }, (_, b) =>
+      Array.from({ length: 200 }, (_, i) => ({ key: 'steps', user: { id: users[(i + b) % 20] }, value: 1 })),
+    );
+    const rs = await Promise.all(batches.map((b) => batch(b)));
+    expect(rs.map((r) => r.status)).toEqual([202, 202, 202, 202, 202]);
+    for (const u of users) {
+      expect(await total(u)).toBe(50);
+      // floor(50 / 3) crossings of 10 points, never one twice.
+      expect(await points(u)).toBe(160);
+    }
+    await t.settle();
+    const n = (
+      await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from points_awards where user_id like 'par-%'`
+    )[0]!.n;
+    expect(n).toBe(20 * 16);
+  });
+
+  it('leaves nothing of a processed batch in Redis (batch record, progress, reply markers)', async () => {
+    const r = await batch([
+      { key: 'steps', user: { id: 'g-1' }, value: 1 },
+      { key: 'steps', user: { id: 'g-2' }, value: 1 },
+    ]);
+    expect(r.status).toBe(202);
+    const keys = await t.redisKeys();
+    expect(keys.filter((k) => k.includes('{batch}'))).toEqual([]);
+    expect(keys.filter((k) => /:op:/.test(k) && /g-[12]/.test(k))).toEqual([]);
+  });
+});
+
+describe('event batches: durability', () => {
+  it('resumes an interrupted batch from its last record, applying committed items once', async () => {
+    const items = Array.from({ length: 30 }, (_, i) => ({
+      m: metricId,
+      u: { id: `r-${i % 3}` },
+      v: 1_000_000,
+    }));
+    const accepted = await acceptBatch(t.deps, items);
+    // The "crashed" processor committed the first 10 items (and recorded nothing).
+    for (let i = 0; i < 10; i++) {
+      await runUserOp(t.deps, {
+        kind: 'event',
+        metricId,
+        user: items[i]!.u,
+        valueMicros: 1_000_000,
+        opId: batchEventId(accepted.id, i),
+        markMs: 600_000,
+      });
+    }
+    // Its lease expires; a resumer of any process takes the batch over.
+    await t.deps.redis.zadd(t.deps.keys.batches.pending, '0', accepted.id);
+    expect(await new BatchResumer(t.deps).pass()).toBe(1);
+    for (let u = 0; u < 3; u++) expect(await total(`r-${u}`)).toBe(10);
+    expect(await t.deps.redis.exists(t.deps.keys.batches.batch(accepted.id))).toBe(0);
+    expect(await t.deps.redis.zscore(t.deps.keys.batches.pending, accepted.id)).toBeNull();
+    await t.settle();
+    const n = (
+      await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from events where user_id like 'r-%'`
+    )[0]!.n;
+    expect(n).toBe(30);
+  });
+
+  it('fences out a processor whose batch was taken over: it stops and records nothing', async () => {
+    const items = Array.from({ length: 4 }, (_, i) => ({ m: metricId, u: { id: `f-${i}` }, v: 1_000_000 }));
+    const stale = await acceptBatch(t.deps, items);
+    await t.deps.redis.zadd(t.deps.keys.batches.pending, '0', stale.id);
+    // Another process claims it (and would process it); the stale owner is refused at its first record.
+    const claimed = await t.deps.redis.claimBatch(
+      2,
+      t.deps.keys.batches.pending,
+      t.deps.keys.batches.batch(stale.id),
+      stale.id,
+      String(Date.now()),
+      String(Date.now() + 60_000),
+    );
+    expect(claimed?.[0]).toBe(2);
+    expect(await processBatch(t.deps, stale)).toBe('lost');
+    expect(await t.deps.redis.hget(t.deps.keys.batches.batch(stale.id), 'done')).toBe('0');
+    // The new owner finishes it; items the stale owner already ran are answered from their markers.
+    expect(await processBatch(t.deps, { ...stale, owner: '2' })).toBe('done');
+    for (let i = 0; i < 4; i++) expect(await total(`f-${i}`)).toBe(1);
+  });
+});

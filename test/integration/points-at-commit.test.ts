@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HistoryWriter } from '../../src/workers/history-writer';
+import { historyHooks } from '../../src/workers/index';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+
+// Points webhooks describe the request as committed (semantics §0, §8.4), a new user's first level
+// (§5.11), and the points total bound (README Limits).
+
+let t: TestServer;
+let writer: HistoryWriter;
+let n = 0;
+const uid = () => `pc-${++n}`;
+
+const event = (metric: string, user: string, value: number) =>
+  t.api('POST', `/v1/metrics/${metric}/event`, { user: { id: user }, value });
+
+/** Webhook payloads recorded for a user, oldest first (after the history writer has run). */
+async function hooks(user: string, type?: string): Promise<any[]> {
+  await writer.drainOnce();
+  const rows = await t.deps.sql<{ type: string; payload: any }[]>`
+    select type, payload from webhook_deliveries where payload->'user'->>'id' = ${user} order by created, type`;
+  return rows.filter((r) => !type || r.type === type).map((r) => r.payload);
+}
+
+async function system(key: string, extra: Record<string, unknown> = {}) {
+  const [s] = await adminCreate(t, '/points', [{ key, name: `System ${key}`, ...extra }]);
+  return s as { id: string; key: string };
+}
+
+beforeAll(async () => {
+  t = await createTestServer();
+  writer = new HistoryWriter(t.deps, { hooks: historyHooks, claimIdleMs: 0 });
+  await adminCreate(t, '/metrics', [
+    { key: 'lessons', name: 'Lessons' },
+    { key: 'quiz', name: 'Quiz' },
+  ]);
+  await adminCreate(t, '/webhooks', [
+    {
+      url: 'http://127.0.0.1:9/hooks',
+      secret: 'secret-secret-secret-1234',
+      eventTypes: ['points.changed', 'points.level_changed'],
+      enabled: true,
+    },
+  ]);
+});
+afterAll(async () => t.close());
+
+describe('points webhooks are built from the configuration at commit', () => {
+  it('keeps the level a request reached even when the level is edited before the history is written', async () => {
+    const s = await system('commit-a');
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 10, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    const [lvl] = await adminCreate(t, `/points/${s.id}/levels`, [
+      { key: 'bronze', name: 'Bronze', points: 10 },
+    ]);
+    const u = uid();
+    await writer.drainOnce();
+    const r = await event('lessons', u, 1);
+    expect(r.body.points['commit-a'].level).toMatchObject({ key: 'bronze' });
+    // Edited right after the event, before the writer has seen it.
+    const edit = await t.admin('PATCH', `/points/${s.id}/levels`, [
+      { id: lvl.id, name: 'Renamed', points: 500 },
+    ]);
+    expect(edit.status).toBe(200);
+    const changed = await hooks(u, 'points.changed');
+    expect(changed).toHaveLength(1);
+    expect(changed[0].points.level).toMatchObject({ id: lvl.id, name: 'Bronze', points: 10 });
+    const level = await hooks(u, 'points.level_changed');
+    expect(level).toHaveLength(1);
+    expect(level[0]).toMatchObject({
+      previousLevel: null,
+      newLevel: { id: lvl.id, key: 'bronze', name: 'Bronze', points: 10 },
+      points: { key: 'commit-a', total: 10 },
+    });
+  });
+
+  it('sends no level webhook for events that ran before the level existed', async () => {
+    const s = await system('commit-b');
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 10, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    await writer.drainOnce();
+    const u = uid();
+    await event('lessons', u, 1);
+    await event('lessons', u, 1);
+    await adminCreate(t, `/points/${s.id}/levels`, [{ key: 'late', name: 'Late', points: 5 }]);
+    const ofB = (hs: any[]) => hs.filter((h) => h.points.key === 'commit-b');
+    expect(ofB(await hooks(u, 'points.level_changed'))).toEqual([]);
+    const changed = ofB(await hooks(u, 'points.changed'));
+    expect(changed.map((c) => c.points.level)).toEqual([null, null]);
+  });
+});
+
+describe("a new user's first level (semantics §5.11)", () => {
+  let sys: { id: string; key: string };
+  let starter: { id: string };
+  beforeAll(async () => {
+    sys = await system('first-level');
+    [starter] = await adminCreate(t, `/points/${sys.id}/levels`, [
+      { key: 'starter', name: 'Starter', points: 0 },
+    ]);
+  });
+
+  const firstLevelHook = async (u: string) => {
+    const level = (await hooks(u, 'points.level_changed')).filter((h) => h.points.key === 'first-level');
+    expect(level).toHaveLength(1);
+    expect(level[0]).toMatchObject({
+      previousLevel: null,
+      newLevel: { id: starter.id, key: 'starter', points: 0 },
+      points: { id: sys.id, key: 'first-level', total: 0 },
+    });
+  };
+
+  it('an event creating the user reports the level in its points entry and sends level_changed from null', async () => {
+    const u = uid();
+    const r = await event('quiz', u, 1);
+    expect(r.status).toBe(201);
+    expect(r.body.points['first-level']).toMatchObject({
+      total: 0,
+      added: 0,
+      awards: [],
+      level: { id: starter.id, key: 'starter', points: 0 },
+    });
+    await firstLevelHook(u);
+    // The next event: the user had that level already.
+    const again = await event('quiz', u, 1);
+    expect(again.body.points).not.toHaveProperty('first-level');
+  });
+
+  it('identification creating the user sends level_changed from null', async () => {
+    const u = uid();
+    expect((await t.api('POST', '/v1/users', { id: u })).status).toBe(201);
+    await firstLevelHook(u);
+  });
+
+  it('an achievement completion creating the user reports the level', async () => {
+    await adminCreate(t, '/achievements', [
+      { key: 'hello', name: 'Hello', trigger: 'api', status: 'active' },
+    ]);
+    const u = uid();
+    const r = await t.api('POST', '/v1/achievements/hello/complete', { user: { id: u } });
+    expect(r.status).toBe(201);
+    expect(r.body.points['first-level']).toMatchObject({ level: { key: 'starter' } });
+    await firstLevelHook(u);
+  });
+
+  it('a batch item creating the user sends level_changed from null', async () => {
+    const u = uid();
+    const r = await t.admin('POST', '/metrics/events', [{ key: 'quiz', user: { id: u }, value: 1 }]);
+    expect(r.status).toBe(202);
+    await firstLevelHook(u);
+  });
+});
+
+describe('points totals are bounded like metric totals', () => {
+  it('refuses with 422 the event whose award would carry a total past 9,007,199,254, changing nothing', async () => {
+    const s = await system('huge');
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 999_999_999, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    const u = uid();
+    expect((await event('lessons', u, 9)).body.points.huge.total).toBe(8_999_999_991);
+    const before = await t.deps.redis.hgetall(t.deps.keys.user(u).metrics);
+    const r = await event('lessons', u, 1);
+    expect([r.status, r.body]).toEqual([
+      422,
+      { error: 'The event would carry a points total beyond 9007199254' },
+    ]);
+    expect(await t.deps.redis.hgetall(t.deps.keys.user(u).metrics)).toEqual(before);
+    expect(Number(await t.deps.redis.hget(t.deps.keys.user(u).points, s.id))).toBe(8_999_999_991);
+    // Nothing was written for a new user either.
+    const fresh = uid();
+    expect((await event('lessons', fresh, 10)).status).toBe(422);
+    expect(await t.deps.redis.exists(t.deps.keys.user(fresh).profile)).toBe(0);
+    await t.admin('DELETE', `/points?ids=${s.id}`);
+  });
+});
