@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
+import { createRedis, waitReady } from '../../src/redis/client';
 import { Keys } from '../../src/redis/keys';
 import { until } from '../helpers/processes';
 import { freePort } from '../helpers/redis-cluster';
@@ -74,7 +74,9 @@ describe('event batches across a SIGKILL', () => {
       value: Math.floor(i / 10) + 1,
     }));
     const keys = new Keys(prefix, 16);
-    const redis = new Redis(redisUrl);
+    // The test's own client, on the same Redis (or Cluster) as the server.
+    const redis = createRedis({ url: redisUrl, clusterNodes }, () => {});
+    await waitReady(redis);
     cleanups.push(() => redis.disconnect());
     const sent = call('POST', '/admin/v1/metrics/events', items).catch(() => null);
     // Kill once the batch is accepted and some of its first chunk's items have committed.
