@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
 
 const run = promisify(execFile);
 let t: TestServer;
@@ -15,30 +16,7 @@ afterAll(async () => t.close());
 
 const changes = async (limit = 100) => (await t.admin('GET', `/config/changes?limit=${limit}`)).body as any[];
 
-/** A tiny cookie jar over app.request (as in dashboard.test.ts). */
-function browser() {
-  const jar = new Map<string, string>();
-  return {
-    async request(method: string, path: string, form?: Record<string, string>) {
-      const headers: Record<string, string> = {};
-      if (jar.size) headers.Cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      const init: RequestInit = { method, headers, redirect: 'manual' };
-      if (form) {
-        init.body = new URLSearchParams(form).toString();
-        headers['Content-Type'] = 'application/x-www-form-urlencoded';
-      }
-      const res = await t.app.request(path, init);
-      for (const c of res.headers.getSetCookie()) {
-        const [pair] = c.split(';');
-        const [k, v] = pair!.split('=');
-        if (/max-age=0/i.test(c) || v === '') jar.delete(k!);
-        else jar.set(k!, v!);
-      }
-      return { res, text: await res.text() };
-    },
-  };
-}
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+const browser = () => dashboardBrowser(t);
 
 describe('audit log of configuration changes', () => {
   it('records resource endpoint writes item by item with the admin key’s name, before and after', async () => {

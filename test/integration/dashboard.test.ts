@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -7,32 +8,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-/** A tiny cookie jar over app.request. */
-function browser() {
-  const jar = new Map<string, string>();
-  return {
-    jar,
-    async request(method: string, path: string, form?: Record<string, string>) {
-      const headers: Record<string, string> = {};
-      if (jar.size) headers.Cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      const init: RequestInit = { method, headers, redirect: 'manual' };
-      if (form) {
-        init.body = new URLSearchParams(form).toString();
-        headers['Content-Type'] = 'application/x-www-form-urlencoded';
-      }
-      const res = await t.app.request(path, init);
-      for (const c of res.headers.getSetCookie()) {
-        const [pair] = c.split(';');
-        const [k, v] = pair!.split('=');
-        if (/max-age=0/i.test(c) || v === '') jar.delete(k!);
-        else jar.set(k!, v!);
-      }
-      return { res, text: await res.text() };
-    },
-  };
-}
-
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+const browser = () => dashboardBrowser(t);
 
 async function signIn(b: ReturnType<typeof browser>, key = t.adminKey) {
   const page = await b.request('GET', '/dashboard/login');

@@ -4,6 +4,7 @@ import { generateApiKey } from '../../src/api-keys';
 import { apiKeys, webhookDeliveries } from '../../src/db/schema';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
 
 /** Issue 18: what a new user and an operator stumble on (bugs and messages; the dashboard's pages). */
 let t: TestServer;
@@ -38,28 +39,15 @@ async function waitFor<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 30
   return v;
 }
 
-/** A tiny cookie jar over app.request, signed in with the admin key. */
+/** A tiny browser over app.request, signed in with the admin key. */
 async function dashboard() {
-  const jar = new Map<string, string>();
-  const request = async (method: string, path: string, form?: Record<string, string>) => {
-    const headers: Record<string, string> = {};
-    if (jar.size) headers.Cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const init: RequestInit = { method, headers, redirect: 'manual' };
-    if (form) {
-      init.body = new URLSearchParams(form).toString();
-      headers['Content-Type'] = 'application/x-www-form-urlencoded';
-    }
-    const res = await t.app.request(path, init);
-    for (const c of res.headers.getSetCookie()) {
-      const [k, v] = c.split(';')[0]!.split('=');
-      if (/max-age=0/i.test(c) || v === '') jar.delete(k!);
-      else jar.set(k!, v!);
-    }
-    return { res, text: await res.text() };
-  };
+  const { request } = dashboardBrowser(t);
   const login = await request('GET', '/dashboard/login');
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.text)?.[1] ?? '';
-  await request('POST', '/dashboard/login', { _csrf: csrf, key: t.adminKey, next: '/dashboard' });
+  await request('POST', '/dashboard/login', {
+    _csrf: csrfOf(login.text),
+    key: t.adminKey,
+    next: '/dashboard',
+  });
   return (path: string) => request('GET', path);
 }
 

@@ -9,6 +9,7 @@ import { historyHooks } from '../../src/workers/index';
 import { Scheduler } from '../../src/workers/scheduler';
 import { readSummaries } from '../../src/simulations/summary';
 import { keysUnder, createTestServer, type TestServer } from '../helpers/server';
+import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
 import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys } from './rebuild-helpers';
 
 let t: TestServer;
@@ -276,24 +277,7 @@ describe('simulations', () => {
   });
 
   it('the dashboard starts a simulation from a pasted draft and shows its report with charts side by side', async () => {
-    const jar = new Map<string, string>();
-    const request = async (method: string, path: string, form?: Record<string, string>) => {
-      const headers: Record<string, string> = {};
-      if (jar.size) headers.Cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
-      const init: RequestInit = { method, headers, redirect: 'manual' };
-      if (form) {
-        init.body = new URLSearchParams(form).toString();
-        headers['Content-Type'] = 'application/x-www-form-urlencoded';
-      }
-      const res = await t.app.request(path, init);
-      for (const c of res.headers.getSetCookie()) {
-        const [k, v] = c.split(';')[0]!.split('=');
-        if (/max-age=0/i.test(c) || v === '') jar.delete(k!);
-        else jar.set(k!, v!);
-      }
-      return { res, text: await res.text() };
-    };
-    const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const { request } = dashboardBrowser(t);
     const login = await request('GET', '/dashboard/login');
     await request('POST', '/dashboard/login', {
       _csrf: csrfOf(login.text),
