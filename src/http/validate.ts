@@ -10,7 +10,9 @@ function describe(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
     const input = (issue as { input?: unknown }).input;
     if (input === undefined || input === null) return `${where} is required`;
-    return `${where} must be ${issue.expected === 'array' ? 'an array' : `${/^[aeiou]/.test(String(issue.expected)) ? 'an' : 'a'} ${issue.expected}`}`;
+    // zod names a key-value map a "record"; in JSON it is an object.
+    const expected = issue.expected === 'record' ? 'object' : String(issue.expected);
+    return `${where} must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}`;
   }
   return `${where}: ${issue.message}`;
 }

@@ -208,6 +208,10 @@ describe('simulations', () => {
       expect(res.status, JSON.stringify(body).slice(0, 200)).toBe(status);
       expect(typeof res.body.error).toBe('string');
     }
+    // A key-value map is "an object" in the message, as JSON calls it.
+    expect((await t.admin('POST', '/simulations', { config: 1 })).body).toEqual({
+      error: 'config must be an object',
+    });
     expect((await t.admin('GET', '/simulations/not-an-id')).status).toBe(404);
     expect((await t.admin('GET', '/simulations/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
