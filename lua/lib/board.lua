@@ -35,13 +35,17 @@ local function updateBoard(K, A)
     end
   end
   local rankingChanged = false
+  -- The ranking's size and lowest entry, read at most once while the ranking is unchanged.
+  local card, lowest = nil, nil
   local function zrem(member)
     redis.call('ZREM', K_RANKING, member)
     rankingChanged = true
+    card, lowest = nil, nil
   end
   local function zadd(score, member)
     redis.call('ZADD', K_RANKING, score, member)
     rankingChanged = true
+    card, lowest = nil, nil
   end
 
   local function rankOf(member)
@@ -50,10 +54,17 @@ local function updateBoard(K, A)
     return nil
   end
 
+  local function size()
+    if card == nil then card = redis.call('ZCARD', K_RANKING) end
+    return card
+  end
+  local function lowestEntry()
+    if lowest == nil then lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES') end
+    return lowest
+  end
   local function threshold()
-    if redis.call('ZCARD', K_RANKING) < max then return 0 end
-    local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
-    return -tonumber(lowest[2])
+    if size() < max then return 0 end
+    return -tonumber(lowestEntry()[2])
   end
 
   -- A streak that broke without activity (expires reached) is never ranked (semantics §6.4).
@@ -93,9 +104,11 @@ local function updateBoard(K, A)
   -- A late or repeated update never moves a user backwards.
   if seq <= prevSeq then
     if rankingChanged then bumpVersion() end
+    -- Values travel as strings, as in the reply below (cjson would print 14 significant digits).
+    local shown = rankedPrevValue and fmtValue(rankedPrevValue)
     return {
-      prevRank = prevRank, rank = prevRank, prevValue = rankedPrevValue, value = rankedPrevValue,
-      threshold = threshold(), stale = true,
+      prevRank = prevRank, rank = prevRank, prevValue = shown, value = shown,
+      threshold = fmtValue(threshold()), stale = true,
     }
   end
 
@@ -107,14 +120,14 @@ local function updateBoard(K, A)
 
   if prevRank and member ~= prevMember then zrem(prevMember) end
   if value > 0 then
-    if prevRank or redis.call('ZCARD', K_RANKING) < max then
+    if prevRank or size() < max then
       zadd(-value, member)
     else
-      local lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
-      if value > -tonumber(lowest[2]) then
-        zrem(lowest[1])
+      local low = lowestEntry()
+      if value > -tonumber(low[2]) then
+        zrem(low[1])
         zadd(-value, member)
-        evicted = { member = lowest[1], value = -tonumber(lowest[2]) }
+        evicted = { member = low[1], value = -tonumber(low[2]) }
       end
     end
     rank = rankOf(member)

@@ -9,20 +9,10 @@ import { fromMicros } from './decimal';
 import { leaderboardStatus, utcDate } from './leaderboard-status';
 import { type Run, runByIndex, runContaining, runFinalizationMs } from './runs';
 import { streakExpiry } from './streak-expiry';
-import type { UserOpResult } from './user-op';
+import type { BoardMove, StreakState, UserOpResult } from './user-op-result';
 
 /** One board move as the board script answered it (values already converted to numbers). */
-export interface BoardMove {
-  board: LeaderboardRow;
-  run: Run;
-  group: string;
-  groupValues: Array<{ key: string; value: string }>;
-  prevRank: number | null;
-  rank: number | null;
-  prevValue: number | null;
-  value: number | null;
-  threshold: number;
-}
+export type { BoardMove } from './user-op-result';
 
 /** Board values are integers in Redis: metric boards hold millionths. */
 export const boardValue = (board: LeaderboardRow, raw: string | number) =>
@@ -76,7 +66,13 @@ export function boardMove(
  * Applies the board values an op produced: one script call per board on the board's slot.
  * Returns the moves, in configuration order.
  */
-export async function applyBoardUpdates(deps: Deps, r: UserOpResult): Promise<BoardMove[]> {
+/** What applyBoardUpdates needs of an op (its result, or an outbox record's replay of it). */
+export type BoardUpdateInput = Pick<
+  UserOpResult,
+  'boards' | 'localDate' | 'breakdown' | 'seq' | 'now' | 'tz' | 'userId'
+> & { streak: StreakState };
+
+export async function applyBoardUpdates(deps: Deps, r: BoardUpdateInput): Promise<BoardMove[]> {
   const snap = deps.catalog.snapshot;
   const moves = await Promise.all(
     r.boards.map(async (u) => {

@@ -1,10 +1,8 @@
 import type { AchievementRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
+import type { LuaFilter, PlanWire, WireLevel } from '../redis/user-script';
 import { toMicros } from './decimal';
 import { levelResponse, systemBase } from './levels';
-
-/** An attribute filter as the user script sees it: [attribute key, value]. */
-type LuaFilter = [string, string];
 
 export interface PlanSystem {
   id: string;
@@ -16,10 +14,8 @@ export interface PlanSystem {
   at: Array<{ id: string; p: number; ach: string; uf: LuaFilter[] }>;
   /** Time triggers (granted by the scheduler). */
   tt: Array<{ id: string; p: number; uf: LuaFilter[] }>;
-  /** Levels ascending by threshold, each with its PointsLevel as of this snapshot (for webhooks). */
-  lv?: Array<{ p: number; o: ReturnType<typeof levelResponse> }>;
-  /** The system's base fields as of this snapshot (for webhooks). */
-  sb: ReturnType<typeof systemBase>;
+  /** Level thresholds, ascending (the script answers levels as positions in this list). */
+  lv?: number[];
 }
 
 export type PlanKind = 'event' | 'complete' | 'upsert' | 'grant' | 'backdate' | 'freeze' | 'restore';
@@ -51,6 +47,10 @@ export interface CompiledPlan {
   plan: Plan;
   /** The plan as JSON, encoded once and reused for every call. */
   json: string;
+  /** Per system of the plan, its levels as of this snapshot (plan.systems[i].lv's objects). */
+  levels: Map<string, WireLevel[]>;
+  /** The systems' and levels' wire objects (PlanWire) as JSON: ARGV[3], copied to the outbox as is. */
+  wire: string;
   /** Upper bound of ids (completions + awards) one call can use. */
   idCount: number;
 }
@@ -117,7 +117,6 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     const ps: PlanSystem = {
       id: sys.id,
       max: sys.maxPoints ?? -1,
-      sb: systemBase(sys),
       uc: activeTriggers(sys, 'user_creation').map((t) => ({
         id: t.id,
         p: t.points,
@@ -164,7 +163,7 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
           : [],
     };
     if (kind === 'freeze' || kind === 'restore') ps.uc = [];
-    if (sys.levels.length) ps.lv = sys.levels.map((l) => ({ p: l.points, o: levelResponse(l) }));
+    if (sys.levels.length) ps.lv = sys.levels.map((l) => l.points);
     // A user created by the op starts at the level of total 0 if there is one (semantics §5.11).
     const createsUsers = kind === 'event' || kind === 'complete' || kind === 'upsert';
     const levelAtZero = createsUsers && sys.levels.some((l) => l.points <= 0);
@@ -185,7 +184,15 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     0,
   );
   const idCount = a.metric.length + a.streak.length + a.composite.length + 1 + triggers;
-  return { plan, json: JSON.stringify(plan), idCount };
+  const levels = new Map<string, WireLevel[]>();
+  const wire: PlanWire = {};
+  for (const ps of plan.systems) {
+    const sys = snap.systemsById.get(ps.id)!;
+    const lv = sys.levels.map(levelResponse);
+    levels.set(ps.id, lv);
+    wire[ps.id] = { sb: systemBase(sys), lv };
+  }
+  return { plan, json: JSON.stringify(plan), levels, wire: JSON.stringify(wire), idCount };
 }
 
 const cache = new WeakMap<Snapshot, Map<string, CompiledPlan>>();

@@ -1,12 +1,12 @@
 import type { Snapshot } from '../catalog/snapshot';
 import { addDays, dayIndex, type Frequency, instantOfLocalMidnight, periodBounds } from './periods';
-import type { UserOpResult } from './user-op';
+import type { StreakState } from './user-op-result';
 
 /**
  * When a streak stops counting without activity: the end of the first period after the latest met
  * one that neither a pause covers nor a freeze bridges (semantics §4.5: pauses first, then freezes).
  */
-export function streakExpiry(snap: Snapshot, r: Pick<UserOpResult, 'streak' | 'tz'>): number {
+export function streakExpiry(snap: Snapshot, r: { tz: string; streak: StreakState }): number {
   if (r.streak.length <= 0 || r.streak.lastMet === undefined) return 0;
   const freq = snap.streak.frequency;
   let freezes = snap.streak.freezesEnabled ? r.streak.freezes : 0;

@@ -4,113 +4,21 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
+import { type LuaMove, oneReply, parseReply, replyList, type UserScriptInput } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from './boost-status';
 import { multiplierFraction } from './decimal';
 import { leaderboardStatus } from './leaderboard-status';
-import type { levelResponse } from './levels';
 import { DAY_MS, idempotencyKeys } from './idempotency';
 import { dayIndex, localDate, periodIndex } from './periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
 import { planFor, type Plan } from './plan';
 import { runContaining, runFinalizationMs } from './runs';
 
-/** The user object of a request after validation (null fields already dropped). */
-export interface UserInput {
-  id: string;
-  email?: string | undefined;
-  name?: string | undefined;
-  tz?: string | undefined;
-  deviceTokens?: string[] | undefined;
-  subscribeToEmails?: boolean | undefined;
-  attributes?: Record<string, string> | undefined;
-  /** Notification preferences to merge: type -> channel list (replaces that type's list). */
-  preferences?: Record<string, string[]> | undefined;
-}
+import type { UserInput, UserOp, UserOpResult } from './user-op-result';
 
-export type UserOp =
-  | {
-      kind: 'event';
-      metricId: string;
-      user: UserInput;
-      valueMicros: number;
-      eventAttributes?: Record<string, string> | undefined;
-      idempotencyKey?: string | undefined;
-      /** A pre-minted event id (batch items: a resumed item is answered from its reply marker). */
-      opId?: string | undefined;
-      /** How long the reply marker is kept (ms); default 10 s. */
-      markMs?: number | undefined;
-    }
-  | { kind: 'complete'; achievementId: string; user: UserInput }
-  | { kind: 'upsert'; user: UserInput; mustExist?: boolean }
-  /** Background award of time triggers, dated and boosted at the slot time `at`. */
-  | { kind: 'grant'; user: UserInput; triggerIds: string[]; at: number }
-  /** Backdated completion of an active achievement (nothing happens when ineligible or done). */
-  | { kind: 'backdate'; achievementId: string; user: UserInput }
-  /** Grants up to `count` freezes, capped at the maximum (result.granted); `slot` = auto-earn slot, granted once. */
-  | { kind: 'freeze'; user: UserInput; count: number; slot?: number }
-  /** Restores the streak to its best length since `fromIdx` (result.restore). */
-  | { kind: 'restore'; user: UserInput; fromIdx: number };
-
-export interface LuaAward {
-  id: string;
-  awarded: number;
-  total: number;
-  trigger: string;
-  boosts: string[];
-  date: number;
-}
-
-export interface LuaStreak {
-  length: number;
-  started?: string;
-  lastMet?: number;
-  freezes: number;
-  extended: boolean;
-  changed?: boolean;
-  lost?: number;
-  periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
-  /** The user's pauses as [first day index, last day index] (absent when none). */
-  pauses?: Array<[number, number]>;
-}
-
-export interface UserOpResult {
-  /** Set on an idempotent replay: the original event id. */
-  replayOf?: string;
-  /** Set when an API completion had already happened: the original completion. */
-  already?: { cid: string; at: number };
-  /** freeze op: how many freezes were granted. */
-  granted?: number;
-  /** How the op moved the user on leaderboards (applied by runUserOp after the user script). */
-  boardMoves?: BoardMove[];
-  /** restore op: the new length, or why nothing changed. */
-  restore?: { from?: number; to?: number; issue?: 'none' | 'max' };
-  eventId: string;
-  totalMicros: number;
-  created: boolean;
-  seq: number;
-  completions: Array<{ id: string; cid: string; at: number }>;
-  /** lb / la: the level before and after the op as configured at commit (false: none). */
-  points: Array<{
-    sys: string;
-    total: number;
-    added: number;
-    awards: LuaAward[];
-    lb?: ReturnType<typeof levelResponse> | false;
-    la?: ReturnType<typeof levelResponse> | false;
-  }>;
-  streak: LuaStreak;
-  boards: Array<{ id: string; run: string; value: string }>;
-  breakdown: Record<string, string>;
-  /** The user's stored profile after the op (not returned for events, which do not need it). */
-  profile: Record<string, string>;
-  userId: string;
-  /** The time context the op was evaluated in. */
-  tz: string;
-  localDate: string;
-  periodIdx: number;
-  now: number;
-}
+export type { UserInput, UserOp, UserOpResult } from './user-op-result';
+export type { LuaAward, LuaStreak } from '../redis/user-script';
 
 /** Last time zone seen per user: the script checks it and asks again when it was wrong. */
 const tzCache = new LRUCache<string, string>({ max: 200_000 });
@@ -211,16 +119,6 @@ function luaUser(u: UserInput) {
   };
 }
 
-/** A board the user script moves the user on (lua/applyUserOp.lua, input.fuse). */
-interface FusedBoard {
-  id: string;
-  run: string;
-  /** KEYS index of the board's first key, and how many there are. */
-  ki: number;
-  kn: number;
-  max: number;
-}
-
 /**
  * On a single Redis every key is reachable from one script, so the user script also applies the
  * moves on boards without breakdowns (their group is known before the op) that are not streak boards
@@ -232,18 +130,18 @@ function fuseBoards(
   boards: Array<{ id: string; run: string }>,
   userId: string,
   userKeys: string[],
-): { keys: string[]; fuse?: FusedBoard[]; appliedKi?: number } {
+): { keys: string[]; fuse?: UserScriptInput['fuse']; appliedKi?: number } {
   if (boards.length === 0 || isCluster(deps.redis)) return { keys: userKeys };
   const snap = deps.catalog.snapshot;
   const keys = [...userKeys];
-  const fuse: FusedBoard[] = [];
-  for (const u of boards) {
+  const fuse: NonNullable<UserScriptInput['fuse']> = [];
+  for (const [i, u] of boards.entries()) {
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
     const bk = deps.keys.board(board.id);
     const ki = keys.length + 1;
     keys.push(bk.members(u.run), bk.ranking(u.run, ''), bk.version, bk.changes);
-    fuse.push({ id: board.id, run: u.run, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
+    fuse.push({ b: i + 1, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
   }
   if (fuse.length === 0) return { keys: userKeys };
   keys.push(deps.keys.user(userId).applied);
@@ -251,11 +149,7 @@ function fuseBoards(
 }
 
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
-function fusedMoves(
-  snap: Snapshot,
-  r: UserOpResult,
-  replies: Array<{ id: string; err?: string } & Parameters<typeof boardMove>[4]>,
-): Map<string, BoardMove> {
+function fusedMoves(snap: Snapshot, r: UserOpResult, replies: LuaMove[]): Map<string, BoardMove> {
   const out = new Map<string, BoardMove>();
   for (const m of replies) {
     const board = snap.leaderboardsById.get(m.id);
@@ -377,7 +271,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
   // On a single Redis the user script also moves the user on boards without breakdowns.
   // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
   const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, op.user.id, allKeys);
-  const input = {
+  const input: UserScriptInput = {
     op: op.kind,
     now,
     eventId,
@@ -422,56 +316,61 @@ async function finishOp(
   const { op, snap, keys, now } = p;
   const { date, periodIdx } = a;
   const tz = p.tz;
-  const reply = JSON.parse(raw);
-  if (reply.err === 'TZ') {
-    p.tz = reply.tz;
-    if (reply.prevTz) p.prevTz = reply.prevTz;
-    return 'retry';
+  const reply = parseReply(raw);
+  if (reply.kind === 'error') {
+    if (reply.err === 'TZ') {
+      p.tz = reply.tz!;
+      if (reply.prevTz) p.prevTz = reply.prevTz;
+      return 'retry';
+    }
+    throw scriptError(reply.err);
   }
-  if (reply.err) throw scriptError(reply.err);
   tzCache.set(op.user.id, tz);
   const ctx = { tz, localDate: date, periodIdx, now };
-  if (reply.replay) {
+  if (reply.kind === 'replay') {
+    const { replay } = reply;
     return {
       ...ctx,
-      replayOf: reply.replay,
-      eventId: reply.replay,
-      totalMicros: Number(reply.total),
+      replayOf: replay.replay,
+      eventId: replay.replay,
+      totalMicros: Number(replay.total),
       created: false,
       seq: 0,
       completions: [],
       points: [],
-      streak: { ...reply.streak, extended: false },
+      streak: { ...replay.streak, extended: false },
       boards: [],
       breakdown: {},
       profile: {},
       userId: op.user.id,
     };
   }
+  const r = reply.record;
   // A replay stored nothing, so only a processed op may refresh the cached display name.
   if (op.user.name !== undefined) rememberUserName(op.user.id, op.user.name);
+  // Levels come back as positions in the plan's lists: the objects are the plan's (as at commit).
+  const levels = p.compiled.levels;
+  const level = (sys: string, ref: number | false | undefined) =>
+    (ref && levels.get(sys)?.[ref - 1]) || false;
   const result: UserOpResult = {
     ...ctx,
-    eventId: reply.eventId,
-    totalMicros: Number(reply.total),
-    created: reply.created,
-    seq: reply.seq,
-    completions: asArray(reply.completions),
-    points: asArray(reply.points as UserOpResult['points']).map((p) => ({
-      ...p,
-      awards: asArray(p.awards).map((a) => ({ ...a, boosts: asArray(a.boosts) })),
-    })),
-    streak: { ...reply.streak, periods: asArray(reply.streak.periods) },
-    boards: asArray(reply.boards),
-    breakdown: Array.isArray(reply.battrs) ? {} : reply.battrs,
-    profile: Array.isArray(reply.profile) ? {} : (reply.profile ?? {}),
+    eventId: r.id,
+    totalMicros: Number(r.total ?? 0),
+    created: r.created,
+    seq: r.seq,
+    completions: r.completions,
+    points: (r.points ?? []).map((x) => ({ ...x, lb: level(x.sys, x.lb), la: level(x.sys, x.la) })),
+    streak: r.streak,
+    boards: r.boards,
+    breakdown: r.battrs ?? {},
+    profile: r.profile ?? {},
     userId: op.user.id,
   };
-  if (reply.already) result.already = JSON.parse(reply.already);
-  if (typeof reply.granted === 'number') result.granted = reply.granted;
-  if (reply.restore) result.restore = reply.restore;
+  if (r.already) result.already = JSON.parse(r.already);
+  if (typeof r.granted === 'number') result.granted = r.granted;
+  if (r.restore) result.restore = r.restore;
   // Board moves the user script made; the rest are applied here, one script per board.
-  const made = fusedMoves(snap, result, asArray(reply.moves));
+  const made = fusedMoves(snap, result, r.moves ?? []);
   const rest = made.size ? result.boards.filter((b) => !made.has(b.id)) : result.boards;
   // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
   // follow from the outbox (src/workers/globals.ts).
@@ -499,7 +398,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input),
+      deps.redis
+        .applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, p.compiled.wire)
+        .then(oneReply),
     );
     const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
@@ -515,21 +416,23 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
  */
 export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserOpResult | Error>> {
   const prepared = ops.map((op) => prepareOp(deps, op));
-  const byPlan = new Map<string, number[]>();
+  const byPlan = new Map<PreparedOp['compiled'], number[]>();
   prepared.forEach((p, i) => {
-    const list = byPlan.get(p.compiled.json);
+    const list = byPlan.get(p.compiled);
     if (list) list.push(i);
-    else byPlan.set(p.compiled.json, [i]);
+    else byPlan.set(p.compiled, [i]);
   });
   const out: Array<UserOpResult | Error> = new Array(ops.length);
   await Promise.all(
-    [...byPlan].map(async ([planJson, indexes]) => {
+    [...byPlan].map(async ([compiled, indexes]) => {
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const keys = attempts.flatMap((a) => a.keys);
       const list = JSON.stringify(attempts.map((a) => ({ n: a.keys.length, input: a.input })));
-      const replies = (await callScript(deps, () =>
-        deps.redis.applyUserOp(keys.length, ...keys, '__multi', planJson, list),
-      )) as unknown as string[];
+      const replies = await callScript(deps, () =>
+        deps.redis
+          .applyUserOp(keys.length, ...keys, '__multi', compiled.json, list, compiled.wire)
+          .then(replyList),
+      );
       await Promise.all(
         indexes.map(async (i, j) => {
           try {
@@ -551,7 +454,7 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserO
  * while the call was in flight: it may have committed, so the same call (same op id) is retried
  * until Redis is back, for up to 5 s; the script answers a committed op from its reply marker.
  */
-export async function callScript(deps: Pick<Deps, 'redis'>, call: () => Promise<string>): Promise<string> {
+export async function callScript<T>(deps: Pick<Deps, 'redis'>, call: () => Promise<T>): Promise<T> {
   if (deps.redis.status !== 'ready') throw unavailable();
   const deadline = Date.now() + 5000;
   for (let attempt = 0; ; attempt++) {

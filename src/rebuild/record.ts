@@ -6,25 +6,13 @@ import type { Deps } from '../deps';
 import { breakdownKeys, groupKey } from '../engine/leaderboards';
 import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
-import type { UserOpResult } from '../engine/user-op';
-import type { OutboxEntry } from '../workers/history-writer';
+import type { OutboxEntry } from '../redis/user-script';
 
 type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
 
-/** The parts of an outbox record only rebuild needs (written by lua/applyUserOp.lua). */
-interface RebuildFields {
-  /** Commit order: Redis TIME in microseconds, as a decimal string. */
-  ts?: string;
-  epoch?: number;
-  /** Streak hash fields written by the op (flat [field, value, ...], period history excluded). */
-  sh?: string[] | Record<string, never>;
-  /** Counters hash fields written by the op (flat). */
-  cw?: string[] | Record<string, never>;
-}
-
-const pairs = (flat: string[] | Record<string, never> | undefined): Record<string, string> => {
+const pairs = (flat: string[] | undefined): Record<string, string> => {
   const out: Record<string, string> = {};
-  if (!Array.isArray(flat)) return out;
+  if (!flat) return out;
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
   return out;
 };
@@ -34,20 +22,7 @@ export const ordOf = (ts: string | undefined, nowMs: number) => (ts ? Number(ts)
 
 /** The settings epoch of a record (older records carry none: the current one). */
 export const epochOf = (deps: Deps, r: OutboxEntry['record']) =>
-  (r as RebuildFields).epoch ?? deps.catalog.snapshot.streak.epoch;
-
-/** A user op result shaped enough for streakExpiry. */
-function pseudoResult(r: OutboxEntry['record']): UserOpResult {
-  return {
-    tz: r.tz,
-    streak: {
-      length: r.streak?.length ?? 0,
-      lastMet: r.streak?.lastMet,
-      freezes: r.streak?.freezes ?? 0,
-      pauses: r.streak?.pauses,
-    },
-  } as unknown as UserOpResult;
-}
+  r.epoch ?? deps.catalog.snapshot.streak.epoch;
 
 /** The breakdown group the API sent a board update with, or null when it sent none (see applyBoardUpdates). */
 function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['record']): string | null {
@@ -79,20 +54,19 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
   const updates: Array<typeof leaderboardUpdates.$inferInsert> = [];
   const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
   for (const { record: r } of ordered) {
-    const f = r as OutboxEntry['record'] & RebuildFields;
     let s = states.get(r.user);
     if (!s) {
       s = { seq: 0, streak: {}, counters: {}, indexes: {} };
       states.set(r.user, s);
     }
     s.seq = Math.max(s.seq, r.seq);
-    Object.assign(s.streak, pairs(f.sh));
-    Object.assign(s.counters, pairs(f.cw));
-    const st = r.streak as OutboxEntry['record']['streak'] & { changed?: boolean };
+    Object.assign(s.streak, pairs(r.sh));
+    Object.assign(s.counters, pairs(r.cw));
+    const st = r.streak;
     if (st?.changed) {
-      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${streakExpiry(snap, pseudoResult(r))}` : '';
+      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${streakExpiry(snap, r)}` : '';
     }
-    const ord = ordOf(f.ts, r.now);
+    const ord = ordOf(r.ts, r.now);
     for (const b of r.boards) {
       const board = snap.leaderboardsById.get(b.id);
       updates.push({
@@ -103,7 +77,7 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
         seq: r.seq,
         value: Number(b.value),
         groupKey: groupFor(snap, b.id, b.run, r),
-        expires: board?.rankBy === 'streak' ? streakExpiry(snap, pseudoResult(r)) : 0,
+        expires: board?.rankBy === 'streak' ? streakExpiry(snap, r) : 0,
         ord,
         created: new Date(r.now),
       });

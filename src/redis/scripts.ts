@@ -28,7 +28,8 @@ export type ScriptName = (typeof SCRIPT_NAMES)[number];
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+    /** One op: its reply; "__multi": one reply per op (src/redis/user-script.ts oneReply / replyList). */
+    applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<[number, string, string] | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
@@ -40,12 +41,35 @@ declare module 'ioredis' {
   }
 }
 
-/** The script source with its includes inlined. */
+const INCLUDE = /^--!include (lib\/[A-Za-z0-9_-]+\.lua)$/gm;
+
+/**
+ * The script source with its includes inlined, recursively; a file already inlined is not inlined
+ * again (its locals are in scope), so an include may name what it needs.
+ */
 export function scriptSource(name: string): string {
-  const src = readFileSync(`${LUA_DIR}/${name}.lua`, 'utf8');
-  return src.replace(/^--!include (lib\/[A-Za-z0-9_-]+\.lua)$/gm, (_m, file: string) =>
-    readFileSync(`${LUA_DIR}/${file}`, 'utf8'),
-  );
+  const seen = new Set<string>();
+  const inline = (src: string): string =>
+    src.replace(INCLUDE, (_m, file: string) => {
+      if (seen.has(file)) return '';
+      seen.add(file);
+      return inline(readFileSync(`${LUA_DIR}/${file}`, 'utf8'));
+    });
+  return inline(readFileSync(`${LUA_DIR}/${name}.lua`, 'utf8'));
+}
+
+/** The lib files a script includes, directly or through another include. */
+export function scriptIncludes(name: string): string[] {
+  const seen: string[] = [];
+  const walk = (file: string) => {
+    for (const m of readFileSync(`${LUA_DIR}/${file}`, 'utf8').matchAll(INCLUDE)) {
+      if (seen.includes(m[1]!)) continue;
+      seen.push(m[1]!);
+      walk(m[1]!);
+    }
+  };
+  walk(`${name}.lua`);
+  return seen;
 }
 
 /** Names of the top-level .lua files on disk (a test checks they equal SCRIPT_NAMES). */

@@ -42,19 +42,7 @@ export function globalsOf(
   const s = r.streak;
   const streak = s?.changed ? (s.length > 0 ? 'set' : 'del') : '';
   if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return null;
-  const meta =
-    streak === 'set'
-      ? `${r.now}|${streakExpiry(deps.catalog.snapshot, {
-          tz: r.tz,
-          streak: {
-            length: s.length,
-            lastMet: s.lastMet,
-            freezes: s.freezes ?? 0,
-            extended: false,
-            pauses: s.pauses,
-          },
-        })}`
-      : '';
+  const meta = streak === 'set' ? `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}` : '';
   return {
     args: [
       r.user,

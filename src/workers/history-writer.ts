@@ -1,4 +1,3 @@
-import type { levelResponse, systemBase } from '../engine/levels';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -7,99 +6,22 @@ import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
-import { localDate, periodBounds, type Frequency } from '../engine/periods';
+import { localDate, periodBounds } from '../engine/periods';
 import { applyBoardUpdates } from '../engine/leaderboards';
-import { asArray, type UserOpResult } from '../engine/user-op';
+import { asArray } from '../engine/user-op';
+import { type OutboxEntry, parseRecord } from '../redis/user-script';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { countBackendError, observeHistoryPass } from '../metrics/hooks';
 
 export const HISTORY_GROUP = 'history';
 
-/** One outbox record as lua/applyUserOp.lua writes it. */
-type LevelShape = ReturnType<typeof levelResponse>;
-type SystemShape = ReturnType<typeof systemBase>;
-
-export interface OutboxRecord {
-  op: 'event' | 'complete' | 'upsert';
-  id: string;
-  user: string;
-  now: number;
-  tz: string;
-  date: string;
-  seq: number;
-  created: boolean;
-  metric?: string;
-  value?: string;
-  eattrs?: Record<string, string>;
-  idem?: string;
-  completions: Array<{ id: string; cid: string; at: number }>;
-  awards: Array<{
-    sys: string;
-    awards: Array<{
-      id: string;
-      awarded: number;
-      total: number;
-      trigger: string;
-      boosts: string[];
-      date: number;
-    }>;
-  }>;
-  /**
-   * Levels before and after the op per system with awards (or a new user at a level), and the
-   * system's base fields, as configured at commit (false: no level). Absent in older records.
-   */
-  levels?: Array<{ sys: string; b: LevelShape | false; a: LevelShape | false; sb?: SystemShape }>;
-  streak: {
-    length: number;
-    lastMet?: number;
-    freezes?: number;
-    /** The length changed (extension, break, restore): the streak rankings follow. */
-    changed?: boolean;
-    extended?: boolean;
-    periods?: Array<{ idx: number; length: number; freeze: boolean; pause: boolean }>;
-    pauses?: Array<[number, number]>;
-  };
-  /** ap: moved by the user script itself (single Redis), so there is nothing to repair. */
-  boards: Array<{ id: string; run: string; value: string; ap?: boolean }>;
-  battrs?: Record<string, string>;
-  freq?: Frequency;
-  profile?: Record<string, string>;
-}
-
-export interface OutboxEntry {
-  /** Stream entry id. */
-  entryId: string;
-  shard: number;
-  record: OutboxRecord;
-}
+export type { OutboxEntry, OutboxRecord } from '../redis/user-script';
+export { parseRecord } from '../redis/user-script';
 
 /** Handlers run inside the history transaction (e.g. webhook deliveries), so they commit with it. */
 export type RecordHook = (tx: Tx, entries: OutboxEntry[], deps: Deps) => Promise<void>;
 type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
-
-export function parseRecord(fields: string[]): OutboxRecord | null {
-  for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] === 'r') {
-      const r = JSON.parse(fields[i + 1]!) as OutboxRecord;
-      r.completions = asArray(r.completions as never);
-      type Group = OutboxRecord['awards'][number];
-      r.awards = asArray<Group>(r.awards as never).map((a) => ({
-        ...a,
-        awards: asArray<Group['awards'][number]>(a.awards as never).map((x) => ({
-          ...x,
-          boosts: asArray<string>(x.boosts as never),
-        })),
-      }));
-      r.boards = asArray(r.boards as never);
-      if (r.streak) r.streak.periods = asArray(r.streak.periods as never);
-      if (r.eattrs && Array.isArray(r.eattrs)) r.eattrs = {};
-      if (r.battrs && Array.isArray(r.battrs)) r.battrs = {};
-      return r;
-    }
-  }
-  return null;
-}
 
 function userRow(p: Record<string, string>) {
   const attributes: Record<string, string> = {};
@@ -315,9 +237,9 @@ async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> 
           seq: r.seq,
           now: r.now,
           tz: r.tz,
-          streak: { ...r.streak, extended: false, freezes: r.streak.freezes ?? 0 },
+          streak: r.streak,
           userId: r.user,
-        } as unknown as UserOpResult);
+        });
       }),
     );
   }

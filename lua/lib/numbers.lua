@@ -1,0 +1,34 @@
+-- Numbers, inlined by `--!include lib/numbers.lua` (src/redis/scripts.ts).
+-- Lua numbers are doubles, exact for integers below 2^53; big integers travel as strings
+-- because cjson prints only 14 significant digits.
+
+-- Largest magnitude of any total in millionths (semantics §2.1: totals stay within 9,007,199,254,
+-- which keeps every sum of two totals below 2^53 and so exact in a double).
+local MAX_SAFE = 9007199254000000
+-- Largest points total (README Limits): the same bound as metric totals, so totals, their sums on
+-- points leaderboards and any award stay exact integers in a double.
+local MAX_POINTS = 9007199254
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+local function num(s, default)
+  if s == nil or s == false then return default end
+  return tonumber(s)
+end
+
+-- Exact floor division of integers a / b (b > 0): returns quotient and non-negative remainder.
+local function floordiv(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+    r = r + b
+  elseif r >= b then
+    q = q + 1
+    r = r - b
+  end
+  return q, r
+end
+

@@ -1,0 +1,18 @@
+-- The shard's outbox stream: one entry per committed op, read by the history writer
+-- (src/redis/user-script.ts parseRecord): r = the op's record (also the op's reply), x = what only the
+-- history writer and rebuild need, w = the systems' and levels' wire objects at commit (when the op
+-- has level news).
+
+-- Redis TIME in µs as a decimal string: the commit order of records across processes.
+local function commitOrder()
+  local t = redis.call('TIME')
+  return t[1] .. string.format('%06d', tonumber(t[2]))
+end
+
+local function appendOutbox(key, record, extra, wire)
+  if wire then
+    redis.call('XADD', key, '*', 'r', record, 'x', extra, 'w', wire)
+  else
+    redis.call('XADD', key, '*', 'r', record, 'x', extra)
+  end
+end

@@ -1,0 +1,101 @@
+-- Points (semantics §5): the awards of one system's triggers for an op (user_creation, metric, time,
+-- streak and achievement triggers), boosted and bounded; levels as positions in the plan's thresholds.
+--!include lib/numbers.lua
+--!include lib/filters.lua
+
+-- The level a total reaches: its 1-based position in lv (thresholds, ascending), false for none.
+local function levelAt(lv, total)
+  local found = false
+  for j, p in ipairs(lv or {}) do
+    if p <= total then found = j end
+  end
+  return found
+end
+
+-- The awards of plan system `sys` for an op, from the user's total `total`. ctx: op, created, attrs,
+-- eattrs, boosts (system id -> active boosts), counters (running counters this op writes),
+-- counter(field) (a counter's current value), stored(field) (a counter's stored value), grant (time
+-- trigger ids) and at (their slot time), streakLen (the new length when it increased), completions,
+-- nextId(), date (the awards' date). Returns the awards, the new total and whether a total would pass
+-- MAX_POINTS.
+local function awardPoints(sys, total, ctx)
+  local awards = {}
+  local overflow = false
+  local boosts = ctx.boosts[sys.id] or {}
+
+  local function award(t, base)
+    if base == 0 or not matches(t.uf, ctx.attrs) then return end
+    local x = base
+    local applied = {}
+    local n, d, mode = 1, 1, nil
+    for _, b in ipairs(boosts) do
+      if matches(b.uf, ctx.attrs) then
+        n = n * b.num
+        d = d * b.den
+        applied[#applied + 1] = b.id
+        if mode == nil then mode = b.r elseif mode ~= b.r then mode = 'down' end
+      end
+    end
+    -- Boosts multiply, then round once (mixed roundings round down).
+    if #applied > 0 then
+      local q, r = floordiv(base * n, d)
+      x = q
+      if mode == 'up' and r > 0 then x = q + 1 end
+      if mode == 'nearest' and 2 * r >= d then x = q + 1 end
+    end
+    local new
+    if x > 0 then
+      new = total + x
+      if sys.max >= 0 then new = math.min(new, math.max(total, sys.max)) end
+    else
+      new = math.max(total + x, 0)
+    end
+    local awarded = new - total
+    if awarded == 0 then return end
+    if new > MAX_POINTS then overflow = true end
+    total = new
+    awards[#awards + 1] = { id = ctx.nextId(), awarded = awarded, total = new, trigger = t.id, boosts = applied, date = ctx.date }
+  end
+
+  if ctx.created then
+    for _, t in ipairs(sys.uc) do award(t, t.p) end
+  end
+  if ctx.op == 'event' then
+    for _, t in ipairs(sys.mt) do
+      if matches(t.ef, ctx.eattrs) then
+        -- One award per multiple of the threshold the trigger's running total passes beyond its
+        -- high-water mark (the trigger counts from its activation: ep).
+        local tf = 'mtT:' .. t.id .. ':' .. t.ep
+        local hf = 'mtH:' .. t.id .. ':' .. t.ep
+        local t1 = ctx.counters[tf]
+        local h = ctx.stored(hf)
+        local k = math.max(0, floordiv(t1, t.thr) - floordiv(h, t.thr))
+        if t1 > h then ctx.counters[hf] = t1 end
+        if k > 0 then award(t, k * t.p) end
+      end
+    end
+  end
+  if ctx.op == 'grant' then
+    for _, t in ipairs(sys.tt or {}) do
+      for _, g in ipairs(ctx.grant or {}) do
+        -- Each slot at most once (semantics §5.6): tt:<id> is the last slot granted.
+        local tf = 'tt:' .. t.id
+        if g == t.id and ctx.date > ctx.counter(tf) then
+          ctx.counters[tf] = ctx.date
+          award(t, t.p)
+        end
+      end
+    end
+  end
+  if ctx.streakLen then
+    for _, t in ipairs(sys.st) do
+      if ctx.streakLen % t.len == 0 then award(t, t.p) end
+    end
+  end
+  for _, c in ipairs(ctx.completions) do
+    for _, t in ipairs(sys.at) do
+      if t.ach == c.id then award(t, t.p) end
+    end
+  end
+  return awards, total, overflow
+end

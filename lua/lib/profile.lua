@@ -1,0 +1,56 @@
+-- The user's profile hash (semantics §1.1): id, created, updated, tz, email, name, sub (subscribed to
+-- emails), dt (device tokens, JSON), a:<attribute>, p:<notification type> (JSON channel list), seq.
+--!include lib/numbers.lua
+
+local function loadProfile(key)
+  local raw = redis.call('HGETALL', key)
+  local prof = {}
+  for i = 1, #raw, 2 do prof[raw[i]] = raw[i + 1] end
+  return prof
+end
+
+-- The attributes after this request's upsert (filters are evaluated against them).
+local function attributesOf(prof, user)
+  local attrs = {}
+  for k, v in pairs(prof) do
+    if string.sub(k, 1, 2) == 'a:' then attrs[string.sub(k, 3)] = v end
+  end
+  for k, v in pairs(user.attrs or {}) do attrs[k] = v end
+  return attrs
+end
+
+-- Upserts the request's user fields into prof (only the fields provided; attributes and preferences
+-- merge per key) and moves seq on. Returns the flat fields to write, whether the profile changed, and
+-- the new seq.
+local function upsertProfile(prof, user, now, created)
+  local fields = {}
+  local changed = created
+  local function set(field, value)
+    if prof[field] ~= value then
+      fields[#fields + 1] = field
+      fields[#fields + 1] = value
+      prof[field] = value
+      changed = true
+    end
+  end
+  if created then
+    set('id', user.id)
+    set('created', fmt(now))
+    set('sub', '1')
+    set('dt', '[]')
+  end
+  if user.email then set('email', user.email) end
+  if user.name then set('name', user.name) end
+  if user.tz then set('tz', user.tz) end
+  if user.dt then set('dt', user.dt) end
+  if user.sub ~= nil then set('sub', user.sub and '1' or '0') end
+  for k, val in pairs(user.attrs or {}) do set('a:' .. k, val) end
+  -- Each preference type sent replaces its channel list (a JSON array string, so cjson never
+  -- re-encodes an empty list as {}).
+  for k, val in pairs(user.prefs or {}) do set('p:' .. k, val) end
+  if changed then set('updated', fmt(now)) end
+  local seq = num(prof.seq, 0) + 1
+  fields[#fields + 1] = 'seq'
+  fields[#fields + 1] = fmt(seq)
+  return fields, changed, seq
+end

@@ -1,0 +1,43 @@
+-- The user's own value on each leaderboard run (the boards' scripts rank it: lib/board.lua). The hash
+-- keeps, per board, the latest run the user has a value in ("<boardId>" -> "<run>|<value>") and the
+-- one before it ("<boardId>~", for a late event of the previous run after a change of zone), so it
+-- never outgrows the boards.
+--!include lib/numbers.lua
+
+-- Returns value(id, run) and store(id, run, value) over the hash at `key` (each board read once).
+local function userBoards(key)
+  local slots = {}
+  local function slot(id)
+    local s = slots[id]
+    if not s then
+      local vals = redis.call('HMGET', key, id, id .. '~')
+      s = {}
+      for j = 1, 2 do
+        if vals[j] then
+          local r, val = string.match(vals[j], '^([^|]*)|(.*)$')
+          s[j] = { run = r, value = tonumber(val), raw = vals[j] }
+        end
+      end
+      slots[id] = s
+    end
+    return s
+  end
+  local function value(id, run)
+    local s = slot(id)
+    if s[1] and s[1].run == run then return s[1].value end
+    if s[2] and s[2].run == run then return s[2].value end
+    return 0
+  end
+  local function store(id, run, v)
+    local s = slot(id)
+    local raw = run .. '|' .. fmt(v)
+    if s[1] == nil or s[1].run == run then
+      redis.call('HSET', key, id, raw)
+    elseif run > s[1].run then
+      redis.call('HSET', key, id, raw, id .. '~', s[1].raw)
+    elseif s[2] == nil or run >= s[2].run then
+      redis.call('HSET', key, id .. '~', raw)
+    end
+  end
+  return value, store
+end

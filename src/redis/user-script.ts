@@ -1,0 +1,328 @@
+/**
+ * The contract of lua/applyUserOp.lua, in one place: what the caller sends (input), what the script
+ * answers (the op's record, also the outbox entry the history writer reads), its error codes, and the
+ * wire objects written beside a record. Replies and records are parsed with the zod schemas below on
+ * the way out of Redis; nothing else reads the script's JSON.
+ */
+import { z } from 'zod';
+
+/** An attribute filter as the script sees it: [attribute key, value]. */
+export type LuaFilter = [string, string];
+
+/** ARGV[2]: one op's request and time context (built by src/engine/user-op.ts). */
+export interface UserScriptInput {
+  op: (typeof USER_OPS)[number];
+  now: number;
+  eventId: string;
+  /** Pre-minted ids for the completions and awards the op may make, used in order. */
+  ids: string[];
+  user: {
+    id: string;
+    email?: string | undefined;
+    name?: string | undefined;
+    tz?: string | undefined;
+    /** Device tokens as a JSON array string. */
+    dt?: string | undefined;
+    sub?: boolean | undefined;
+    attrs?: Record<string, string> | undefined;
+    /** Notification preferences: type -> JSON array string of channels. */
+    prefs?: Record<string, string> | undefined;
+  };
+  /** The zone the caller evaluated dates in; the script answers err TZ when it is not the user's. */
+  assumedTz: string;
+  /** The stored zone the caller assumed (checked when the request changes it). */
+  prevTz: string;
+  /** [first, last] day index of local dates a change of zone to the east skipped. */
+  skip?: [number, number] | undefined;
+  localDate: string;
+  periodIdx: number;
+  /** An event's value in millionths, as a string. */
+  value?: string | undefined;
+  eattrs?: Record<string, string> | undefined;
+  /** Idempotency: field, window (ms; 0 = forever), the bucket's expiry, KEYS indexes of older buckets. */
+  idem?:
+    | {
+        f: string;
+        win: number;
+        exp: number | undefined;
+        prevKi: number | undefined;
+        oldKi: number | undefined;
+      }
+    | undefined;
+  /** KEYS indexes of the shard's user index and of the user's streak period history. */
+  uki: number;
+  shki: number;
+  mustExist?: boolean | undefined;
+  grant?: string[] | undefined;
+  at?: number | undefined;
+  count?: number | undefined;
+  slot?: number | undefined;
+  fromIdx?: number | undefined;
+  /** How long the reply marker is kept (ms; default 10 s). */
+  markMs?: number | undefined;
+  /** Active boosts per system id. */
+  boosts: Record<string, Array<{ id: string; num: number; den: number; r: string; uf: LuaFilter[] }>>;
+  /** The board runs the op may move (the values are the script's; the moves the caller's or fuse's). */
+  boards: Array<{ id: string; run: string; kind: string; ref: string }>;
+  /** Boards (input.boards[b], 1-based) moved by the script itself: KEYS[ki .. ki + kn - 1]. */
+  fuse?: Array<{ b: number; ki: number; kn: number; max: number }> | undefined;
+  /** KEYS index of the user's applied-moves hash (with fuse). */
+  appliedKi?: number | undefined;
+}
+
+// cjson encodes an empty Lua table as {}: lists and maps are read through these.
+const list = <T extends z.ZodType>(item: T) =>
+  z.preprocess((v) => (Array.isArray(v) ? v : []), z.array(item));
+const stringMap = z.preprocess(
+  (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {}),
+  z.record(z.string(), z.string()),
+);
+/** Flat [field, value, ...] lists of hash fields (sh, cw). */
+const flat = list(z.string());
+
+export const awardSchema = z.object({
+  id: z.string(),
+  awarded: z.number(),
+  total: z.number(),
+  trigger: z.string(),
+  boosts: list(z.string()),
+  date: z.number(),
+});
+/** One points award as the script writes it (the recent-awards lists hold the same JSON). */
+export type LuaAward = z.infer<typeof awardSchema>;
+
+const completionSchema = z.object({ id: z.string(), cid: z.string(), at: z.number() });
+
+/** A resolved streak period (lua/recomputeStreak.lua writes met periods without the two flags). */
+const periodSchema = z.object({
+  idx: z.number(),
+  length: z.number(),
+  freeze: z.boolean().default(false),
+  pause: z.boolean().default(false),
+});
+
+export const streakSchema = z.object({
+  length: z.number(),
+  started: z.string().optional(),
+  lastMet: z.number().optional(),
+  freezes: z.number(),
+  extended: z.boolean(),
+  /** The length changed (extension, break, restore): the streak rankings follow. */
+  changed: z.boolean().optional(),
+  lost: z.number().optional(),
+  periods: list(periodSchema).optional(),
+  /** The user's pauses as [first day index, last day index] (absent when none). */
+  pauses: list(z.tuple([z.number(), z.number()])).optional(),
+});
+export type LuaStreak = z.infer<typeof streakSchema>;
+
+/** A level's position in plan.systems[i].lv (1-based), or false for none. */
+const levelRef = z.union([z.number(), z.literal(false)]);
+
+const pointsSchema = z.object({
+  sys: z.string(),
+  total: z.number(),
+  added: z.number(),
+  awards: list(awardSchema),
+  /** The level before and after the op (positions in the plan's level list; false: none). */
+  lb: levelRef.optional(),
+  la: levelRef.optional(),
+});
+
+const boardSchema = z.object({
+  id: z.string(),
+  run: z.string(),
+  value: z.string(),
+  ap: z.boolean().optional(),
+});
+
+/** A board move the script applied itself (lib/board.lua's reply, with the board id). */
+export const moveSchema = z.object({
+  id: z.string(),
+  err: z.string().optional(),
+  group: z.string().optional(),
+  prevRank: z.number().optional(),
+  rank: z.number().optional(),
+  prevValue: z.string().optional(),
+  value: z.string().optional(),
+  threshold: z.string().optional(),
+  evicted: z.string().optional(),
+  stale: z.boolean().optional(),
+});
+export type LuaMove = z.infer<typeof moveSchema>;
+
+export const USER_OPS = ['event', 'complete', 'upsert', 'grant', 'backdate', 'freeze', 'restore'] as const;
+/** Ops of outbox records: the user script's, and lua/recomputeStreak.lua's (a streak recomputed). */
+export const RECORD_OPS = [...USER_OPS, 'recompute'] as const;
+
+/** The record of one committed op: the script's reply, its reply marker and its outbox entry (field r). */
+export const recordSchema = z.object({
+  op: z.enum(RECORD_OPS),
+  /** The op's id (an event's event id). */
+  id: z.string(),
+  user: z.string(),
+  now: z.number(),
+  tz: z.string(),
+  date: z.string(),
+  seq: z.number(),
+  created: z.boolean(),
+  metric: z.string().optional(),
+  value: z.string().optional(),
+  /** The metric's total after the op (millionths), as a string. */
+  total: z.string().optional(),
+  eattrs: stringMap.optional(),
+  /** "<metricId>|<key>" of an event's idempotency key. */
+  idem: z.string().optional(),
+  completions: list(completionSchema),
+  points: list(pointsSchema).optional(),
+  streak: streakSchema,
+  boards: list(boardSchema),
+  battrs: stringMap.optional(),
+  freq: z.enum(['daily', 'weekly', 'monthly']).optional(),
+  granted: z.number().optional(),
+  restore: z
+    .object({
+      from: z.number().optional(),
+      to: z.number().optional(),
+      issue: z.enum(['none', 'max']).optional(),
+    })
+    .optional(),
+  slot: z.number().optional(),
+  moves: list(moveSchema).optional(),
+  /** An API completion that had already happened: its stored JSON {cid, at}. */
+  already: z.string().optional(),
+  /** The stored profile (replies of ops other than events; in the outbox, field x's). */
+  profile: stringMap.optional(),
+  // Records written before the record was the reply carry the fields of x, and their awards and
+  // levels (objects) as separate lists.
+  ts: z.string().optional(),
+  epoch: z.number().optional(),
+  sh: flat.optional(),
+  cw: flat.optional(),
+  awards: list(z.object({ sys: z.string(), awards: list(awardSchema) })).optional(),
+  levels: list(z.object({ sys: z.string(), b: z.any(), a: z.any(), sb: z.any().optional() })).optional(),
+});
+export type UserScriptRecord = z.infer<typeof recordSchema>;
+
+/** Field x of an outbox entry: what only the history writer and rebuild need. */
+const extraSchema = z.object({
+  /** Commit order: Redis TIME in microseconds, as a decimal string. */
+  ts: z.string(),
+  /** The streak settings epoch the op ran under. */
+  epoch: z.number(),
+  /** Streak hash fields as written by the op (flat; period history excluded); counters written. */
+  sh: flat.optional(),
+  cw: flat.optional(),
+  /** The stored profile, when the op changed it. */
+  profile: stringMap.optional(),
+});
+
+const replaySchema = z.object({ replay: z.string(), total: z.string(), streak: streakSchema });
+const errorSchema = z.object({ err: z.string(), tz: z.string().optional(), prevTz: z.string().optional() });
+
+/** The script's error codes (header of lua/applyUserOp.lua). */
+export type UserScriptError = 'TZ' | 'NO_USER' | 'OVERFLOW' | 'POINTS_OVERFLOW' | 'LOCKED' | 'NOT_ELIGIBLE';
+
+export type UserScriptReply =
+  | { kind: 'error'; err: string; tz?: string | undefined; prevTz?: string | undefined }
+  | { kind: 'replay'; replay: z.infer<typeof replaySchema> }
+  | { kind: 'record'; record: UserScriptRecord };
+
+/** The reply of a call with one op (the script answers a string). */
+export function oneReply(raw: string | string[]): string {
+  if (typeof raw !== 'string') throw new Error('applyUserOp: expected one reply');
+  return raw;
+}
+
+/** The replies of a "__multi" call, one per op. */
+export function replyList(raw: string | string[]): string[] {
+  if (!Array.isArray(raw)) throw new Error('applyUserOp: expected a list of replies');
+  return raw;
+}
+
+/** Parses one reply of the script (throws on a reply outside the contract). */
+export function parseReply(raw: string): UserScriptReply {
+  const json = JSON.parse(raw) as Record<string, unknown>;
+  if ('err' in json) return { kind: 'error', ...errorSchema.parse(json) };
+  if ('replay' in json) return { kind: 'replay', replay: replaySchema.parse(json) };
+  return { kind: 'record', record: recordSchema.parse(json) };
+}
+
+// ------------------------------------------------------------------------------ wire objects
+
+/** A level as webhooks show it (src/engine/levels.ts levelResponse). */
+export const wireLevelSchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  badgeUrl: z.string().nullable(),
+  points: z.number(),
+});
+/** A points system's base fields as webhooks show them (src/engine/levels.ts systemBase). */
+export const wireSystemSchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  badgeUrl: z.string().nullable(),
+  maxPoints: z.number().nullable(),
+});
+export type WireLevel = z.infer<typeof wireLevelSchema>;
+export type WireSystem = z.infer<typeof wireSystemSchema>;
+
+/** ARGV[3]: per system of the plan, its base fields and its levels in the plan's order. */
+const wireSchema = z.record(z.string(), z.object({ sb: wireSystemSchema, lv: list(wireLevelSchema) }));
+export type PlanWire = z.infer<typeof wireSchema>;
+
+// ------------------------------------------------------------------------------ outbox records
+
+/** One outbox record as the history writer uses it: awards and levels per system resolved. */
+export type OutboxRecord = Omit<UserScriptRecord, 'awards' | 'levels' | 'points'> & {
+  awards: Array<{ sys: string; awards: LuaAward[] }>;
+  /**
+   * Levels before and after the op per system with awards (or a new user at a level), and the
+   * system's base fields, as configured at commit (false: no level). Absent in older records.
+   */
+  levels?: Array<{ sys: string; b: WireLevel | false; a: WireLevel | false; sb?: WireSystem }>;
+};
+
+export interface OutboxEntry {
+  /** Stream entry id. */
+  entryId: string;
+  shard: number;
+  record: OutboxRecord;
+}
+
+/** The record of an outbox entry's fields (r: the record, w: the wire objects at commit), or null. */
+export function parseRecord(fields: string[]): OutboxRecord | null {
+  let raw: string | undefined;
+  let extraRaw: string | undefined;
+  let wireRaw: string | undefined;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'r') raw = fields[i + 1];
+    else if (fields[i] === 'x') extraRaw = fields[i + 1];
+    else if (fields[i] === 'w') wireRaw = fields[i + 1];
+  }
+  if (raw === undefined) return null;
+  const { awards, levels, points, ...rest } = recordSchema.parse(JSON.parse(raw));
+  const out: OutboxRecord = { ...rest, awards: awards ?? [] };
+  if (extraRaw !== undefined) {
+    const { profile, ...extra } = extraSchema.parse(JSON.parse(extraRaw));
+    Object.assign(out, extra);
+    // Only a changed profile is news for the users table.
+    if (profile) out.profile = profile;
+    else delete out.profile;
+  }
+  if (levels) out.levels = levels;
+  if (points) {
+    const wire = wireRaw ? wireSchema.parse(JSON.parse(wireRaw)) : {};
+    const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
+    out.awards = points.filter((p) => p.awards.length > 0).map((p) => ({ sys: p.sys, awards: p.awards }));
+    out.levels = points.map((p) => {
+      const sb = wire[p.sys]?.sb;
+      return { sys: p.sys, b: level(p.sys, p.lb), a: level(p.sys, p.la), ...(sb ? { sb } : {}) };
+    });
+  }
+  return out;
+}

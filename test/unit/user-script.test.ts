@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { oneReply, parseRecord, parseReply, replyList } from '../../src/redis/user-script';
+
+const level = (n: number) => ({
+  id: `lv${n}`,
+  key: `level-${n}`,
+  name: `Level ${n}`,
+  description: null,
+  badgeUrl: null,
+  points: n * 10,
+});
+const system = { id: 'sys', key: 'xp', name: 'XP', description: null, badgeUrl: null, maxPoints: null };
+
+/** A record as lua/applyUserOp.lua writes it (cjson: empty tables are {}). */
+const record = {
+  op: 'event',
+  id: 'e1',
+  user: 'u1',
+  now: 1_795_561_686_470,
+  tz: 'UTC',
+  date: '2026-11-25',
+  seq: 1,
+  created: true,
+  metric: 'm1',
+  value: '1000000',
+  total: '1000000',
+  completions: [{ id: 'a1', cid: 'c1', at: 1_795_561_686_470 }],
+  points: [
+    {
+      sys: 'sys',
+      total: 15,
+      added: 15,
+      awards: [{ id: 'aw1', awarded: 15, total: 15, trigger: 't1', boosts: {}, date: 1_795_561_686_470 }],
+      lb: false,
+      la: 2,
+    },
+  ],
+  streak: {
+    length: 1,
+    freezes: 0,
+    extended: true,
+    periods: [{ idx: 1, length: 1, freeze: false, pause: false }],
+  },
+  boards: {},
+  battrs: {},
+  freq: 'daily',
+};
+const extra = {
+  ts: '1795561686470123',
+  epoch: 1,
+  sh: ['length', '1'],
+  profile: { id: 'u1', created: '1795561686470' },
+};
+const wire = { sys: { sb: system, lv: [level(1), level(2)] } };
+
+describe('user script contract (src/redis/user-script.ts)', () => {
+  it('resolves an outbox entry: awards per system, levels from the wire objects at commit, field x merged', () => {
+    const r = parseRecord([
+      'r',
+      JSON.stringify(record),
+      'x',
+      JSON.stringify(extra),
+      'w',
+      JSON.stringify(wire),
+    ])!;
+    expect(r.awards).toEqual([{ sys: 'sys', awards: [{ ...record.points[0]!.awards[0], boosts: [] }] }]);
+    expect(r.levels).toEqual([{ sys: 'sys', b: false, a: level(2), sb: system }]);
+    expect(r.boards).toEqual([]);
+    expect(r.battrs).toEqual({});
+    expect(r.ts).toBe('1795561686470123');
+    expect(r.sh).toEqual(['length', '1']);
+    expect(r.profile).toEqual(extra.profile);
+  });
+
+  it('keeps only a changed profile for the users table (an unchanged one is the reply’s)', () => {
+    const upsert = { ...record, op: 'upsert', points: {}, profile: { id: 'u1' } };
+    const r = parseRecord(['r', JSON.stringify(upsert), 'x', JSON.stringify({ ts: '1', epoch: 1 })])!;
+    expect(r.profile).toBeUndefined();
+  });
+
+  it('reads records written before the record was the reply (awards, levels and x fields inside r)', () => {
+    const { points: _, ...rest } = record;
+    const legacy = {
+      ...rest,
+      awards: [{ sys: 'sys', awards: record.points[0]!.awards }],
+      levels: [{ sys: 'sys', b: false, a: level(1), sb: system }],
+      ts: '5',
+      epoch: 2,
+    };
+    const r = parseRecord(['r', JSON.stringify(legacy)])!;
+    expect(r.levels).toEqual(legacy.levels);
+    expect(r.awards[0]!.awards[0]!.boosts).toEqual([]);
+    expect(r.ts).toBe('5');
+    expect(r.epoch).toBe(2);
+  });
+
+  it('reads lua/recomputeStreak.lua records (periods without freeze and pause flags)', () => {
+    const recompute = {
+      ...record,
+      op: 'recompute',
+      points: undefined,
+      awards: {},
+      streak: { length: 3, freezes: 0, extended: false, changed: true, periods: [{ idx: 7, length: 3 }] },
+    };
+    const r = parseRecord(['r', JSON.stringify(recompute)])!;
+    expect(r.op).toBe('recompute');
+    expect(r.streak.periods).toEqual([{ idx: 7, length: 3, freeze: false, pause: false }]);
+  });
+
+  it('refuses a record outside the contract rather than guessing', () => {
+    expect(() => parseRecord(['r', JSON.stringify({ ...record, op: 'teleport' })])).toThrow();
+    expect(() => parseRecord(['r', JSON.stringify({ ...record, seq: 'one' })])).toThrow();
+    expect(parseRecord(['other', '{}'])).toBeNull();
+  });
+
+  it('tells replies apart: error, idempotent replay, record', () => {
+    expect(parseReply('{"err":"TZ","tz":"Asia/Tokyo"}')).toEqual({
+      kind: 'error',
+      err: 'TZ',
+      tz: 'Asia/Tokyo',
+    });
+    const replay = parseReply(
+      '{"replay":"e0","total":"5","streak":{"length":0,"freezes":0,"extended":false}}',
+    );
+    expect(replay.kind).toBe('replay');
+    const rec = parseReply(JSON.stringify(record));
+    expect(rec.kind === 'record' && rec.record.points?.[0]?.la).toBe(2);
+  });
+
+  it('checks the shape of a call’s reply: one string, or one per op of a multi-op call', () => {
+    expect(oneReply('x')).toBe('x');
+    expect(() => oneReply(['x'])).toThrow();
+    expect(replyList(['x', 'y'])).toEqual(['x', 'y']);
+    expect(() => replyList('x')).toThrow();
+  });
+});
