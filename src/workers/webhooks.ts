@@ -4,7 +4,7 @@
 // no two dispatchers send the same attempt; a dispatcher that dies mid-send leaves the lease to
 // expire and the attempt is made again (at least once).
 import { createHmac } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
@@ -96,7 +96,7 @@ export class WebhookDispatcher {
       await tx.execute(sql`
         update webhook_deliveries
            set attempts = attempts + 1, last_attempt_at = ${now}, next_attempt_at = ${lease}
-         where id in ${sql.raw(`(${ids.map((id) => `'${id}'`).join(',')})`)}`);
+         where ${inArray(webhookDeliveries.id, ids)}`);
       return rows.map((r) => ({ ...r, attempts: r.attempts + 1 }));
     });
   }
