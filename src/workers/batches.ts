@@ -1,5 +1,6 @@
 import { claimExpiredBatch, processBatch } from '../engine/batch-events';
 import type { Deps } from '../deps';
+import { Runner } from './runner';
 
 /**
  * Resumes accepted event batches whose processor stopped (crash, SIGKILL, Redis failure, restart):
@@ -7,24 +8,24 @@ import type { Deps } from '../deps';
  * last recorded item (src/engine/batch-events.ts). Safe in any number of copies.
  */
 export class BatchResumer {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly runner: Runner;
   private stopping = false;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {
+    const every = Math.max(50, Math.min(1000, Math.floor(deps.config.BATCH_LEASE_MS / 2)));
+    this.runner = new Runner({
+      pass: async () => {
+        await this.pass();
+        return every;
+      },
+      backoffMs: every,
+      onError: () => {}, // pass() handles its own failures
+    });
+  }
 
   start(): void {
-    const every = Math.max(50, Math.min(1000, Math.floor(this.deps.config.BATCH_LEASE_MS / 2)));
-    this.timer = setInterval(() => {
-      if (!this.running)
-        this.running = this.pass()
-          .then(
-            () => {},
-            () => {},
-          )
-          .finally(() => (this.running = null));
-    }, every);
-    this.timer.unref();
+    this.stopping = false;
+    this.runner.start();
   }
 
   /** Processes expired batches until none is left; returns how many were taken over. */
@@ -50,9 +51,9 @@ export class BatchResumer {
     return n;
   }
 
+  /** A batch in progress stops at its next item (its lease lets any process resume it). */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await this.runner.stop();
   }
 }

@@ -13,6 +13,7 @@ import { asArray, type UserOpResult } from '../engine/user-op';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { countBackendError, observeHistoryPass } from '../metrics/hooks';
+import { Runner } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
@@ -338,15 +339,26 @@ export interface HistoryWriterOptions {
  * left pending by a crashed writer are claimed after `claimIdleMs`.
  */
 export class HistoryWriter {
-  private running = false;
-  private loop: Promise<void> | null = null;
   private readonly consumer: string;
   private readonly groupsReady = new Set<number>();
   private lastClaim = 0;
-  private wake: (() => void) | null = null;
+  private readonly runner = new Runner({
+    pass: async () => {
+      const n = await this.drainOnce();
+      // Every pass reads every shard: after a thin one, let records accumulate a moment.
+      const idle = this.opts.idleSleepMs ?? 200;
+      return n === 0 ? idle : n < (this.opts.batchSize ?? 500) / 4 ? Math.min(idle, 100) : 0;
+    },
+    // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
+    backoffMs: 100,
+    maxBackoffMs: 5000,
+    onError: (err) => {
+      countBackendError('history_writer', err);
+      this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
+    },
+  });
   /** Entries written since start (for tests and metrics). */
   written = 0;
-  lastError: unknown = null;
 
   constructor(
     private readonly deps: Deps,
@@ -355,16 +367,17 @@ export class HistoryWriter {
     this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   }
 
+  /** The error of the latest pass, null once a pass succeeds. */
+  get lastError(): unknown {
+    return this.runner.lastError;
+  }
+
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.runner.stop();
   }
 
   private async ensureGroup(shard: number): Promise<void> {
@@ -450,38 +463,6 @@ export class HistoryWriter {
       if (record) out.push({ entryId, shard, record });
     }
     return out;
-  }
-
-  private async run(): Promise<void> {
-    let backoff = 100;
-    while (this.running) {
-      try {
-        const n = await this.drainOnce();
-        this.lastError = null;
-        backoff = 100;
-        // Every pass reads every shard: after a thin one, let records accumulate a moment.
-        if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 200);
-        else if (n < (this.opts.batchSize ?? 500) / 4)
-          await this.sleep(Math.min(this.opts.idleSleepMs ?? 200, 100));
-      } catch (err) {
-        // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
-        this.lastError = err;
-        countBackendError('history_writer', err);
-        this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
-      }
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
   }
 
   /** Entries not yet written, over every shard (the lag). */

@@ -40,6 +40,7 @@ import {
 } from './webhook-events';
 import { crossSlotPipeline } from '../redis/batch';
 import { countBackendError, observeSchedulerPass } from '../metrics/hooks';
+import { Runner } from './runner';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -136,25 +137,37 @@ export interface SchedulerPass {
 }
 
 export class Scheduler {
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly runner: Runner;
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: SchedulerOptions = {},
-  ) {}
+  ) {
+    const every = deps.config.SCHEDULER_INTERVAL_MS;
+    this.runner = new Runner({
+      pass: async () => {
+        await this.runOnce();
+        return every;
+      },
+      backoffMs: every,
+      onError: (err) => {
+        countBackendError('scheduler', err);
+        deps.logger.warn({ err: (err as Error).message }, 'scheduler pass failed; retrying');
+      },
+    });
+  }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.runner.start();
+  }
+
+  /** Runs a pass now instead of at the end of the current wait. */
+  wake(): void {
+    this.runner.wake();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.runner.stop();
   }
 
   /** One pass over every kind of due work, at the clock's now. */
@@ -602,28 +615,6 @@ export class Scheduler {
       });
     }
     await recordWebhookEvents(this.deps.db, events, this.deps.clock.now());
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      try {
-        await this.runOnce();
-      } catch (err) {
-        countBackendError('scheduler', err);
-        this.deps.logger.warn({ err: (err as Error).message }, 'scheduler pass failed; retrying');
-      }
-      await this.sleep(this.deps.config.SCHEDULER_INTERVAL_MS);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
   }
 }
 

@@ -9,6 +9,7 @@ import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
 import { countBackendError, observeWebhookAttempt } from '../metrics/hooks';
+import { Runner } from './runner';
 
 const MINUTE = 60_000;
 
@@ -41,28 +42,38 @@ export interface DispatcherOptions {
 }
 
 export class WebhookDispatcher {
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
   private lastPrune = 0;
+  private readonly runner: Runner;
   /** Attempts made since start (tests, metrics). */
   sent = 0;
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: DispatcherOptions = {},
-  ) {}
+  ) {
+    const idleMs = opts.idleSleepMs ?? 1000;
+    this.runner = new Runner({
+      // A pass that sent something is followed by another at once: more may have come due meanwhile.
+      pass: async () => ((await this.runOnce()) === 0 ? idleMs : 0),
+      backoffMs: idleMs,
+      onError: (err) => {
+        countBackendError('webhooks', err);
+        deps.logger.warn({ err: (err as Error).message }, 'webhook dispatcher retrying');
+      },
+    });
+  }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+    this.runner.start();
+  }
+
+  /** Looks for due deliveries now instead of at the end of the current wait. */
+  wake(): void {
+    this.runner.wake();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+    await this.runner.stop();
   }
 
   /** Pending deliveries of disabled or deleted endpoints are cancelled (marked failed). */
@@ -197,29 +208,6 @@ export class WebhookDispatcher {
          set status = ${r.status}, last_status_code = ${r.code}, last_error = ${r.error},
              next_attempt_at = ${r.next !== undefined ? new Date(r.next).toISOString() : null}
        where id = ${id}`);
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      let n = 0;
-      try {
-        n = await this.runOnce();
-      } catch (err) {
-        countBackendError('webhooks', err);
-        this.deps.logger.warn({ err: (err as Error).message }, 'webhook dispatcher retrying');
-      }
-      if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 1000);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
   }
 }
 
