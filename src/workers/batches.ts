@@ -7,25 +7,21 @@ import { Runner } from './runner';
  * every process with workers looks for expired leases and takes such a batch over, going on from its
  * last recorded item (src/engine/batch-events.ts). Safe in any number of copies.
  */
-export class BatchResumer {
-  private readonly runner: Runner;
+export class BatchResumer extends Runner {
   private stopping = false;
 
   constructor(private readonly deps: Deps) {
-    const every = Math.max(50, Math.min(1000, Math.floor(deps.config.BATCH_LEASE_MS / 2)));
-    this.runner = new Runner({
-      pass: async () => {
-        await this.pass();
-        return every;
-      },
-      backoffMs: every,
-      onError: () => {}, // pass() handles its own failures
-    });
+    super({ backoffMs: 1000, onError: () => {} }); // pass() handles its own failures
   }
 
-  start(): void {
+  override start(): void {
     this.stopping = false;
-    this.runner.start();
+    super.start();
+  }
+
+  protected async poll(): Promise<number> {
+    await this.pass();
+    return Math.max(50, Math.min(1000, Math.floor(this.deps.config.BATCH_LEASE_MS / 2)));
   }
 
   /** Processes expired batches until none is left; returns how many were taken over. */
@@ -52,8 +48,8 @@ export class BatchResumer {
   }
 
   /** A batch in progress stops at its next item (its lease lets any process resume it). */
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     this.stopping = true;
-    await this.runner.stop();
+    await super.stop();
   }
 }

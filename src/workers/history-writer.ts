@@ -12,8 +12,8 @@ import { applyBoardUpdates } from '../engine/leaderboards';
 import { asArray, type UserOpResult } from '../engine/user-op';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
-import { countBackendError, observeHistoryPass } from '../metrics/hooks';
-import { Runner } from './runner';
+import { observeHistoryPass } from '../metrics/hooks';
+import { Runner, warnAndCount } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
@@ -338,25 +338,10 @@ export interface HistoryWriterOptions {
  * deletes. Several writers may run at once: the group gives each entry to one of them, and entries
  * left pending by a crashed writer are claimed after `claimIdleMs`.
  */
-export class HistoryWriter {
+export class HistoryWriter extends Runner {
   private readonly consumer: string;
   private readonly groupsReady = new Set<number>();
   private lastClaim = 0;
-  private readonly runner = new Runner({
-    pass: async () => {
-      const n = await this.drainOnce();
-      // Every pass reads every shard: after a thin one, let records accumulate a moment.
-      const idle = this.opts.idleSleepMs ?? 200;
-      return n === 0 ? idle : n < (this.opts.batchSize ?? 500) / 4 ? Math.min(idle, 100) : 0;
-    },
-    // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
-    backoffMs: 100,
-    maxBackoffMs: 5000,
-    onError: (err) => {
-      countBackendError('history_writer', err);
-      this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
-    },
-  });
   /** Entries written since start (for tests and metrics). */
   written = 0;
 
@@ -364,20 +349,13 @@ export class HistoryWriter {
     private readonly deps: Deps,
     private readonly opts: HistoryWriterOptions = {},
   ) {
+    // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
+    super({
+      backoffMs: 100,
+      maxBackoffMs: 5000,
+      onError: warnAndCount(deps, 'history_writer', 'history writer retrying'),
+    });
     this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  }
-
-  /** The error of the latest pass, null once a pass succeeds. */
-  get lastError(): unknown {
-    return this.runner.lastError;
-  }
-
-  start(): void {
-    this.runner.start();
-  }
-
-  async stop(): Promise<void> {
-    await this.runner.stop();
   }
 
   private async ensureGroup(shard: number): Promise<void> {
@@ -463,6 +441,13 @@ export class HistoryWriter {
       if (record) out.push({ entryId, shard, record });
     }
     return out;
+  }
+
+  protected async poll(): Promise<number> {
+    const n = await this.drainOnce();
+    // Every pass reads every shard: after a thin one, let records accumulate a moment.
+    const idle = this.opts.idleSleepMs ?? 200;
+    return n === 0 ? idle : n < (this.opts.batchSize ?? 500) / 4 ? Math.min(idle, 100) : 0;
   }
 
   /** Entries not yet written, over every shard (the lag). */

@@ -1,7 +1,8 @@
-/** What a polling worker does; the runner owns the loop around it. */
-export interface RunnerOptions {
-  /** One pass of work; resolves to how long to wait before the next pass (0: at once). */
-  pass: () => Promise<number>;
+import type { Deps } from '../deps';
+import { countBackendError } from '../metrics/hooks';
+
+/** How a runner waits after failed passes, and whom it tells. */
+export interface FailurePolicy {
   /**
    * The wait after a failed pass. It doubles after each further failure in a row, up to
    * `maxBackoffMs` (default: no growth), and starts over after a pass that succeeds.
@@ -13,12 +14,12 @@ export interface RunnerOptions {
 }
 
 /**
- * The loop every background worker runs: a pass, a wait, again, until stopped. A failed pass never
- * ends the loop (Redis or Postgres away: the work is retried after a backoff). `wake()` cuts the
- * current wait short; `stop()` lets the pass in progress finish, starts no other, and resolves when
- * the loop has ended.
+ * The loop every background worker runs: a pass (`poll`), a wait, again, until stopped. A failed
+ * pass never ends the loop (Redis or Postgres away: the work is retried after a backoff). `wake()`
+ * cuts the current wait short; `stop()` lets the pass in progress finish, starts no other, and
+ * resolves when the loop has ended.
  */
-export class Runner {
+export abstract class Runner {
   private active = false;
   private loop: Promise<void> | null = null;
   private endWait: (() => void) | null = null;
@@ -26,7 +27,10 @@ export class Runner {
   /** The error of the latest pass, null once a pass succeeds. */
   lastError: unknown = null;
 
-  constructor(private readonly opts: RunnerOptions) {}
+  constructor(private readonly failures: FailurePolicy) {}
+
+  /** One pass of work; resolves to how long to wait before the next pass (0: at once). */
+  protected abstract poll(): Promise<number>;
 
   get running(): boolean {
     return this.active;
@@ -52,18 +56,19 @@ export class Runner {
   }
 
   private async run(): Promise<void> {
-    let backoff = this.opts.backoffMs;
+    const { backoffMs, maxBackoffMs = backoffMs, onError } = this.failures;
+    let backoff = backoffMs;
     while (this.active) {
       let delay: number;
       try {
-        delay = await this.opts.pass();
+        delay = await this.poll();
         this.lastError = null;
-        backoff = this.opts.backoffMs;
+        backoff = backoffMs;
       } catch (err) {
         this.lastError = err;
-        this.opts.onError(err);
+        onError(err);
         delay = backoff;
-        backoff = Math.min(backoff * 2, this.opts.maxBackoffMs ?? this.opts.backoffMs);
+        backoff = Math.min(backoff * 2, maxBackoffMs);
       }
       if (this.active && delay > 0) await this.wait(delay);
     }
@@ -85,3 +90,10 @@ export class Runner {
     });
   }
 }
+
+/** The usual `onError` of a worker: counts an unavailable backend (metrics) and logs a warning. */
+export const warnAndCount =
+  (deps: Deps, source: Parameters<typeof countBackendError>[0], message: string) => (err: unknown) => {
+    countBackendError(source, err);
+    deps.logger.warn({ err: (err as Error).message }, message);
+  };

@@ -8,8 +8,8 @@ import { inArray, sql } from 'drizzle-orm';
 import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
-import { countBackendError, observeWebhookAttempt } from '../metrics/hooks';
-import { Runner } from './runner';
+import { observeWebhookAttempt } from '../metrics/hooks';
+import { Runner, warnAndCount } from './runner';
 
 const MINUTE = 60_000;
 
@@ -41,9 +41,8 @@ export interface DispatcherOptions {
   concurrency?: number;
 }
 
-export class WebhookDispatcher {
+export class WebhookDispatcher extends Runner {
   private lastPrune = 0;
-  private readonly runner: Runner;
   /** Attempts made since start (tests, metrics). */
   sent = 0;
 
@@ -51,29 +50,15 @@ export class WebhookDispatcher {
     private readonly deps: Deps,
     private readonly opts: DispatcherOptions = {},
   ) {
-    const idleMs = opts.idleSleepMs ?? 1000;
-    this.runner = new Runner({
-      // A pass that sent something is followed by another at once: more may have come due meanwhile.
-      pass: async () => ((await this.runOnce()) === 0 ? idleMs : 0),
-      backoffMs: idleMs,
-      onError: (err) => {
-        countBackendError('webhooks', err);
-        deps.logger.warn({ err: (err as Error).message }, 'webhook dispatcher retrying');
-      },
+    super({
+      backoffMs: opts.idleSleepMs ?? 1000,
+      onError: warnAndCount(deps, 'webhooks', 'webhook dispatcher retrying'),
     });
   }
 
-  start(): void {
-    this.runner.start();
-  }
-
-  /** Looks for due deliveries now instead of at the end of the current wait. */
-  wake(): void {
-    this.runner.wake();
-  }
-
-  async stop(): Promise<void> {
-    await this.runner.stop();
+  protected async poll(): Promise<number> {
+    // A pass that sent something is followed by another at once: more may have come due meanwhile.
+    return (await this.runOnce()) === 0 ? (this.opts.idleSleepMs ?? 1000) : 0;
   }
 
   /** Pending deliveries of disabled or deleted endpoints are cancelled (marked failed). */

@@ -12,23 +12,34 @@ const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A runner over a scripted pass: each call records when it started and runs the next step. */
+class Scripted extends Runner {
+  readonly starts: number[] = [];
+  readonly errors: unknown[] = [];
+  private readonly t0 = Date.now();
+
+  constructor(
+    private readonly steps: Array<() => Promise<number>>,
+    opts: { backoffMs?: number; maxBackoffMs?: number },
+  ) {
+    super({
+      backoffMs: opts.backoffMs ?? 10,
+      maxBackoffMs: opts.maxBackoffMs,
+      onError: (err) => this.errors.push(err),
+    });
+  }
+
+  protected poll(): Promise<number> {
+    this.starts.push(Date.now() - this.t0);
+    return this.steps[Math.min(this.starts.length - 1, this.steps.length - 1)]!();
+  }
+}
+
 function scripted(
   steps: Array<() => Promise<number>>,
   opts: { backoffMs?: number; maxBackoffMs?: number } = {},
 ) {
-  const starts: number[] = [];
-  const errors: unknown[] = [];
-  const t0 = Date.now();
-  const runner = new Runner({
-    pass: async () => {
-      starts.push(Date.now() - t0);
-      return steps[Math.min(starts.length - 1, steps.length - 1)]!();
-    },
-    backoffMs: opts.backoffMs ?? 10,
-    maxBackoffMs: opts.maxBackoffMs,
-    onError: (err) => errors.push(err),
-  });
-  return { runner, starts, errors };
+  const runner = new Scripted(steps, opts);
+  return { runner, starts: runner.starts, errors: runner.errors };
 }
 const fail = (err: Error) => async () => Promise.reject(err);
 

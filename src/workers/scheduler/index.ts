@@ -20,9 +20,9 @@
 // One file per job; due.ts holds what they share (claiming, markers, slots).
 import type { Deps } from '../../deps';
 import { retryStreakRecomputes } from '../../engine/streak-recompute';
-import { countBackendError, observeSchedulerPass } from '../../metrics/hooks';
+import { observeSchedulerPass } from '../../metrics/hooks';
 import { drainBoardChanges } from '../board-changes';
-import { Runner } from '../runner';
+import { Runner, warnAndCount } from '../runner';
 import { boardChangedDue } from './board-changed';
 import { boosts } from './boosts';
 import type { JobContext, SchedulerOptions } from './due';
@@ -47,37 +47,20 @@ export interface SchedulerPass {
 }
 
 /** Runs every job once per pass, every SCHEDULER_INTERVAL_MS, in any number of copies. */
-export class Scheduler {
-  private readonly runner: Runner;
+export class Scheduler extends Runner {
   private readonly ctx: JobContext;
 
   constructor(deps: Deps, opts: SchedulerOptions = {}) {
-    this.ctx = { deps, opts };
-    const every = deps.config.SCHEDULER_INTERVAL_MS;
-    this.runner = new Runner({
-      pass: async () => {
-        await this.runOnce();
-        return every;
-      },
-      backoffMs: every,
-      onError: (err) => {
-        countBackendError('scheduler', err);
-        deps.logger.warn({ err: (err as Error).message }, 'scheduler pass failed; retrying');
-      },
+    super({
+      backoffMs: deps.config.SCHEDULER_INTERVAL_MS,
+      onError: warnAndCount(deps, 'scheduler', 'scheduler pass failed; retrying'),
     });
+    this.ctx = { deps, opts };
   }
 
-  start(): void {
-    this.runner.start();
-  }
-
-  /** Runs a pass now instead of at the end of the current wait. */
-  wake(): void {
-    this.runner.wake();
-  }
-
-  async stop(): Promise<void> {
-    await this.runner.stop();
+  protected async poll(): Promise<number> {
+    await this.runOnce();
+    return this.ctx.deps.config.SCHEDULER_INTERVAL_MS;
   }
 
   /** One pass over every kind of due work, at the clock's now. */
