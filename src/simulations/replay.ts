@@ -87,7 +87,7 @@ export class ReplayCancelled extends Error {
   }
 }
 
-/** Per-user due work, mirroring src/workers/scheduler.ts. */
+/** Per-user due work, mirroring src/workers/scheduler/. */
 interface UserTimeline {
   user: ReplayUser;
   started: boolean;
