@@ -5,7 +5,9 @@ FROM node:20-slim AS deps
 WORKDIR /app
 # swagger-ui-dist pulls in @scarf/scarf, whose install script reports usage; keep builds silent.
 ENV SCARF_ANALYTICS=false
+# patches/ before the install: its postinstall (patch-package) applies them to node_modules.
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:20-slim

@@ -5,6 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { runCli } from '../cli/bootstrap';
 
 interface Change {
   resource: string;
@@ -160,11 +161,5 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: Error) => {
-      console.error(`config: ${err.message}`);
-      process.exit(1);
-    },
-  );
+  await runCli({ name: 'config' }, () => main(process.argv.slice(2)));
 }

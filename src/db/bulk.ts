@@ -38,7 +38,12 @@ export async function bulkInsert<T>(
   tail: SQL = sql`on conflict do nothing`,
 ): Promise<void> {
   if (rows.length === 0) return;
-  const names = columns.map((c) => `"${c.column}"`).join(', ');
+  const names = sql.join(
+    columns.map((c) => sql.identifier(c.column)),
+    sql`, `,
+  );
+  // Casts and the t(c0, c1, ...) aliases are SQL text, not values, so they cannot be parameters; they
+  // are built only from BulkType (a closed list) and column positions, never from data.
   const selects = columns
     .map((c, i) =>
       c.type === 'jsonb'
@@ -56,6 +61,6 @@ export async function bulkInsert<T>(
   });
   const aliases = columns.map((_, i) => `c${i}`).join(', ');
   await db.execute(
-    sql`insert into ${sql.raw(`"${table}"`)} (${sql.raw(names)}) select ${sql.raw(selects)} from rows from (${sql.join(sources, sql`, `)}) as t(${sql.raw(aliases)}) ${tail}`,
+    sql`insert into ${sql.identifier(table)} (${names}) select ${sql.raw(selects)} from rows from (${sql.join(sources, sql`, `)}) as t(${sql.raw(aliases)}) ${tail}`,
   );
 }

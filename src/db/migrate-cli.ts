@@ -1,6 +1,9 @@
-import { loadConfig } from '../config';
+/** `npm run db:migrate`: applies the pending migrations of drizzle/. */
+import { runCliWithConfig } from '../cli/bootstrap';
 import { runMigrations } from './migrate';
 
-const config = loadConfig();
-await runMigrations(config.DATABASE_URL);
-console.log('migrations applied');
+await runCliWithConfig({ name: 'migrate' }, async (config) => {
+  await runMigrations(config.DATABASE_URL);
+  console.log('migrations applied');
+  return 0;
+});

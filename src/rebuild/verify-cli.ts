@@ -1,18 +1,9 @@
 /**
  * `npm run verify-state [-- --sample N]`: compares Redis with Postgres history; prints the differences
- * and exits 1 when there are any.
+ * and exits 1 when there are any (2 when it cannot run).
  */
-import { loadConfig } from '../config';
-import { closeDeps, createDeps } from '../deps';
+import { runCliWithDeps } from '../cli/bootstrap';
 import { verifyState } from './verify';
-
-let config: ReturnType<typeof loadConfig>;
-try {
-  config = loadConfig();
-} catch (err) {
-  console.error((err as Error).message);
-  process.exit(1);
-}
 
 const i = process.argv.indexOf('--sample');
 const sample = i >= 0 ? Number(process.argv[i + 1]) : undefined;
@@ -21,18 +12,11 @@ if (sample !== undefined && !(Number.isInteger(sample) && sample > 0)) {
   process.exit(2);
 }
 
-const deps = await createDeps(config);
-let code = 0;
-try {
+await runCliWithDeps({ name: 'verify-state', failureCode: 2 }, async (deps) => {
   const result = await verifyState(deps, sample === undefined ? {} : { sample });
   for (const d of result.differences) console.log(JSON.stringify(d));
   console.log(
     `checked ${result.checkedUsers} users: ${result.differences.length === 0 ? 'no differences' : `${result.differences.length} differences`}`,
   );
-  if (result.differences.length) code = 1;
-} catch (err) {
-  console.error(`verify-state failed: ${(err as Error).message}`);
-  code = 2;
-}
-await closeDeps(deps);
-process.exit(code);
+  return result.differences.length ? 1 : 0;
+});

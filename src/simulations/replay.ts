@@ -19,7 +19,8 @@ import { runUserOp, type UserOp, type UserOpResult } from '../engine/user-op';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import { Keys } from '../redis/keys';
-import { streakDueMs, triggerIntervalMs } from '../workers/scheduler';
+import { periodExpiry } from '../engine/streak-expiry';
+import { triggerIntervalMs } from '../workers/scheduler';
 
 const DAY = 86_400_000;
 
@@ -86,7 +87,7 @@ export class ReplayCancelled extends Error {
   }
 }
 
-/** Per-user due work, mirroring src/workers/scheduler.ts. */
+/** Per-user due work, mirroring src/workers/scheduler/. */
 interface UserTimeline {
   user: ReplayUser;
   started: boolean;
@@ -195,7 +196,7 @@ export async function replayHistory(
     const s = r.streak;
     tl.rollover =
       s && s.length > 0 && s.lastMet !== undefined && s.lastMet !== null
-        ? streakDueMs(st.frequency, s.lastMet, r.tz)
+        ? periodExpiry(st.frequency, s.lastMet + 1, r.tz)
         : null;
   };
 

@@ -1,30 +1,27 @@
 import { claimExpiredBatch, processBatch } from '../engine/batch-events';
 import type { Deps } from '../deps';
+import { Runner } from './runner';
 
 /**
  * Resumes accepted event batches whose processor stopped (crash, SIGKILL, Redis failure, restart):
  * every process with workers looks for expired leases and takes such a batch over, going on from its
  * last recorded item (src/engine/batch-events.ts). Safe in any number of copies.
  */
-export class BatchResumer {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+export class BatchResumer extends Runner {
   private stopping = false;
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {
+    super({ backoffMs: 1000, onError: () => {} }); // pass() handles its own failures
+  }
 
-  start(): void {
-    const every = Math.max(50, Math.min(1000, Math.floor(this.deps.config.BATCH_LEASE_MS / 2)));
-    this.timer = setInterval(() => {
-      if (!this.running)
-        this.running = this.pass()
-          .then(
-            () => {},
-            () => {},
-          )
-          .finally(() => (this.running = null));
-    }, every);
-    this.timer.unref();
+  override start(): void {
+    this.stopping = false;
+    super.start();
+  }
+
+  protected async poll(): Promise<number> {
+    await this.pass();
+    return Math.max(50, Math.min(1000, Math.floor(this.deps.config.BATCH_LEASE_MS / 2)));
   }
 
   /** Processes expired batches until none is left; returns how many were taken over. */
@@ -50,9 +47,9 @@ export class BatchResumer {
     return n;
   }
 
-  async stop(): Promise<void> {
+  /** A batch in progress stops at its next item (its lease lets any process resume it). */
+  override async stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+    await super.stop();
   }
 }

@@ -12,7 +12,8 @@ import { asArray } from '../engine/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
-import { countBackendError, observeHistoryPass } from '../metrics/hooks';
+import { observeHistoryPass } from '../metrics/hooks';
+import { Runner, warnAndCount } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
@@ -259,34 +260,24 @@ export interface HistoryWriterOptions {
  * deletes. Several writers may run at once: the group gives each entry to one of them, and entries
  * left pending by a crashed writer are claimed after `claimIdleMs`.
  */
-export class HistoryWriter {
-  private running = false;
-  private loop: Promise<void> | null = null;
+export class HistoryWriter extends Runner {
   private readonly consumer: string;
   private readonly groupsReady = new Set<number>();
   private lastClaim = 0;
-  private wake: (() => void) | null = null;
   /** Entries written since start (for tests and metrics). */
   written = 0;
-  lastError: unknown = null;
 
   constructor(
     private readonly deps: Deps,
     private readonly opts: HistoryWriterOptions = {},
   ) {
+    // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
+    super({
+      backoffMs: 100,
+      maxBackoffMs: 5000,
+      onError: warnAndCount(deps, 'history_writer', 'history writer retrying'),
+    });
     this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  }
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
-  }
-
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
   }
 
   private async ensureGroup(shard: number): Promise<void> {
@@ -374,36 +365,11 @@ export class HistoryWriter {
     return out;
   }
 
-  private async run(): Promise<void> {
-    let backoff = 100;
-    while (this.running) {
-      try {
-        const n = await this.drainOnce();
-        this.lastError = null;
-        backoff = 100;
-        // Every pass reads every shard: after a thin one, let records accumulate a moment.
-        if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 200);
-        else if (n < (this.opts.batchSize ?? 500) / 4)
-          await this.sleep(Math.min(this.opts.idleSleepMs ?? 200, 100));
-      } catch (err) {
-        // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
-        this.lastError = err;
-        countBackendError('history_writer', err);
-        this.deps.logger.warn({ err: (err as Error).message }, 'history writer retrying');
-        await this.sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
-      }
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
+  protected async poll(): Promise<number> {
+    const n = await this.drainOnce();
+    // Every pass reads every shard: after a thin one, let records accumulate a moment.
+    const idle = this.opts.idleSleepMs ?? 200;
+    return n === 0 ? idle : n < (this.opts.batchSize ?? 500) / 4 ? Math.min(idle, 100) : 0;
   }
 
   /** Entries not yet written, over every shard (the lag). */

@@ -4,11 +4,12 @@
 // no two dispatchers send the same attempt; a dispatcher that dies mid-send leaves the lease to
 // expire and the attempt is made again (at least once).
 import { createHmac } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
-import { countBackendError, observeWebhookAttempt } from '../metrics/hooks';
+import { observeWebhookAttempt } from '../metrics/hooks';
+import { Runner, warnAndCount } from './runner';
 
 const MINUTE = 60_000;
 
@@ -40,10 +41,7 @@ export interface DispatcherOptions {
   concurrency?: number;
 }
 
-export class WebhookDispatcher {
-  private running = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+export class WebhookDispatcher extends Runner {
   private lastPrune = 0;
   /** Attempts made since start (tests, metrics). */
   sent = 0;
@@ -51,18 +49,16 @@ export class WebhookDispatcher {
   constructor(
     private readonly deps: Deps,
     private readonly opts: DispatcherOptions = {},
-  ) {}
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = this.run();
+  ) {
+    super({
+      backoffMs: opts.idleSleepMs ?? 1000,
+      onError: warnAndCount(deps, 'webhooks', 'webhook dispatcher retrying'),
+    });
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    this.wake?.();
-    await this.loop;
+  protected async poll(): Promise<number> {
+    // A pass that sent something is followed by another at once: more may have come due meanwhile.
+    return (await this.runOnce()) === 0 ? (this.opts.idleSleepMs ?? 1000) : 0;
   }
 
   /** Pending deliveries of disabled or deleted endpoints are cancelled (marked failed). */
@@ -96,7 +92,7 @@ export class WebhookDispatcher {
       await tx.execute(sql`
         update webhook_deliveries
            set attempts = attempts + 1, last_attempt_at = ${now}, next_attempt_at = ${lease}
-         where id in ${sql.raw(`(${ids.map((id) => `'${id}'`).join(',')})`)}`);
+         where ${inArray(webhookDeliveries.id, ids)}`);
       return rows.map((r) => ({ ...r, attempts: r.attempts + 1 }));
     });
   }
@@ -197,29 +193,6 @@ export class WebhookDispatcher {
          set status = ${r.status}, last_status_code = ${r.code}, last_error = ${r.error},
              next_attempt_at = ${r.next !== undefined ? new Date(r.next).toISOString() : null}
        where id = ${id}`);
-  }
-
-  private async run(): Promise<void> {
-    while (this.running) {
-      let n = 0;
-      try {
-        n = await this.runOnce();
-      } catch (err) {
-        countBackendError('webhooks', err);
-        this.deps.logger.warn({ err: (err as Error).message }, 'webhook dispatcher retrying');
-      }
-      if (n === 0) await this.sleep(this.opts.idleSleepMs ?? 1000);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
   }
 }
 

@@ -146,8 +146,9 @@ describe('writer crash mid-batch', () => {
 /**
  * Postgres outage with a real server stop: a throwaway cluster of this file is stopped for
  * PG_OUTAGE_MS (30 s by default, as the issue asks) under continuous load, then started again.
- * postgres.js 3.4.9 would crash the process here (porsager/postgres #1154, #1208); the install-time
- * guard in scripts/patch-postgres.mjs is what keeps it alive, and this test fails without it.
+ * postgres.js 3.4.9 would crash the process here (porsager/postgres #1154, #1208); the guard in
+ * patches/postgres+3.4.9.patch (applied by patch-package at install) is what keeps it alive, and this
+ * test fails without it.
  */
 describe('Postgres stopped under load (own throwaway cluster)', () => {
   const pg = new ThrowawayPostgres();

@@ -1,6 +1,7 @@
+import { OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { inspectRoutes } from 'hono/dev';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../../src/app';
 import { createRedis } from '../../src/redis/client';
 import { createTestServer, type TestServer } from '../helpers/server';
@@ -136,8 +137,19 @@ describe('OpenAPI document', () => {
   });
 
   it('is built once, not per request', async () => {
-    const again = await (await t.app.request('/openapi.json')).json();
-    expect(again).toEqual(doc);
+    // Counts document generations: one for a new app (eager or on first use), none per request after.
+    const generate = vi.spyOn(OpenApiGeneratorV31.prototype, 'generateDocument');
+    try {
+      const app = createApp(t.deps);
+      for (let i = 0; i < 3; i++) {
+        const res = await app.request('/openapi.json');
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual(doc);
+      }
+      expect(generate).toHaveBeenCalledTimes(1);
+    } finally {
+      generate.mockRestore();
+    }
   });
 });
 
