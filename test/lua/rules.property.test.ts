@@ -293,9 +293,8 @@ ${beforeAfter}
               before?.id ?? null,
               after?.id ?? null,
             ]);
-            expect(levelChanged(l.lb && { id: l.lb }, l.la && { id: l.la })).toBe(
-              levelChanged(before, after),
-            );
+            const asLevel = (id: string | false) => (id === false ? false : { id });
+            expect(levelChanged(asLevel(l.lb), asLevel(l.la))).toBe(levelChanged(before, after));
           });
         },
       ),
