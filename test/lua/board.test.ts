@@ -97,7 +97,8 @@ describe('updateBoard', () => {
     newBoard();
     await update('alice', 5, { seq: 4 });
     const r = await update('alice', 9, { seq: 4, now: 2000 });
-    expect(r).toMatchObject({ stale: true, rank: 1, value: 5 });
+    expect(r).toMatchObject({ stale: true, rank: 1 });
+    expect(Number(r.value)).toBe(5);
     expect(await h.redis.hget(keys.members, 'alice')).toBe('5|1000|g|4|0');
   });
 
@@ -112,6 +113,21 @@ describe('updateBoard', () => {
       { u: 'b', run: '2025-03-10', g: 'g', pr: '2', r: '', pv: '3', v: '', t: '1500' },
       { u: 'd', run: '2025-03-10', g: 'g', pr: '', r: '2', pv: '', v: '4', t: '1500' },
     ]);
+  });
+
+  // Known bug, reported for the lead (Lua semantics are not changed here): the stale branch of
+  // updateBoard returns prevValue, value and threshold as numbers, which cjson prints with 14
+  // significant digits. Flip to it() once the stale branch formats them with fmtValue like the others.
+  it.fails('answers a stale update with the exact values, as strings like every other reply', async () => {
+    newBoard();
+    await update('alice', 123_456_789_012_345, { seq: 5 });
+    const r = await update('alice', 123_456_789_012_399, { seq: 5 });
+    expect(r).toMatchObject({
+      stale: true,
+      value: '123456789012345',
+      prevValue: '123456789012345',
+      threshold: '0',
+    });
   });
 
   it('refuses an update in another group than the one the user entered the run in', async () => {
