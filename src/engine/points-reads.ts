@@ -2,6 +2,7 @@
 // the global per-system totals index (every user is added with 0 at creation).
 import type { PointsSystemConfig } from '../catalog/snapshot';
 import type { Deps } from '../deps';
+import { matchesFilters } from './filters';
 import { histogramRanges } from './stats';
 import { asArray, type LuaAward } from './user-op';
 import { perUserPipelines } from './user-reads';
@@ -103,7 +104,9 @@ export async function pointsHistogram(
     (pipe, id) => pipe.hmget(deps.keys.user(id).profile, ...fields),
     1,
   );
-  const selected = totals.filter((_, i) => filter.every(([, value], j) => values[i]?.[0]?.[j] === value));
+  const selected = totals.filter((_, i) =>
+    matchesFilters(filter, Object.fromEntries(filter.map(([key], j) => [key, values[i]?.[0]?.[j]]))),
+  );
   const ranges = histogramRanges(selected.reduce((m, t) => Math.max(m, t), 0));
   return ranges.map((r) => ({ ...r, users: selected.filter((t) => t >= r.from && t <= r.to).length }));
 }

@@ -3,7 +3,7 @@
 // counters only; none of these talks to Redis or Postgres.
 import type { Deps } from '../deps';
 import { isInfrastructureError } from '../errors';
-import { levelOf } from '../http/presenters';
+import { levelChanged, levelOf } from '../engine/levels';
 import type { RedisClient } from '../redis/client';
 import { SCRIPT_NAMES } from '../redis/scripts';
 import type { SchedulerPass } from '../workers/scheduler';
@@ -114,7 +114,7 @@ export function observeHistoryPass(deps: Deps, entries: OutboxEntry[], writeMs: 
     if (Number.isFinite(acceptedMs)) historyEndToEnd.observe(Math.max(0, now - acceptedMs) / 1000);
     completed += r.completions.length;
     // Level changes as committed (the record's levels); older records: from the configuration.
-    if (r.levels) levels += r.levels.filter((l) => (l.b ? l.b.id : null) !== (l.a ? l.a.id : null)).length;
+    if (r.levels) levels += r.levels.filter((l) => levelChanged(l.b, l.a)).length;
     for (const group of r.awards) {
       awarded += group.awards.length;
       if (r.levels) continue;
@@ -122,9 +122,7 @@ export function observeHistoryPass(deps: Deps, entries: OutboxEntry[], writeMs: 
       if (!sys?.levels.length || !group.awards.length) continue;
       const first = group.awards[0]!;
       const last = group.awards[group.awards.length - 1]!;
-      const before = levelOf(sys, first.total - first.awarded);
-      const after = levelOf(sys, last.total);
-      if ((before?.id ?? null) !== (after?.id ?? null)) levels++;
+      if (levelChanged(levelOf(sys, first.total - first.awarded), levelOf(sys, last.total))) levels++;
     }
   }
   if (awarded) awards.inc(awarded);

@@ -35,6 +35,7 @@ import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
 import { idempotencyKeys, idempotencyValue, DAY_MS } from '../engine/idempotency';
 import { RECENT_AWARDS } from '../engine/points-reads';
 import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
+import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-counters';
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
 
@@ -284,18 +285,16 @@ export async function loadUserStates(
     const replayed: Record<string, string> = {};
     for (const t of liveTriggers) {
       const ep = t.activatedAt?.getTime() ?? 0;
-      let T = 0;
-      let H = 0;
+      let c: TriggerCounters = { total: 0, high: 0 };
       let any = false;
       for (const e of evs) {
         if (e.metricId !== t.metricId || e.created.getTime() < ep) continue;
         if (!matches(ctx.snap, t.eventAttributes, e.attributes)) continue;
         any = true;
-        T += e.valueMicros;
-        if (T > H) H = T;
+        c = nextTriggerCounters(c, e.valueMicros);
       }
-      if (any) replayed[`mtT:${t.id}:${ep}`] = str(T);
-      if (H > 0) replayed[`mtH:${t.id}:${ep}`] = str(H);
+      if (any) replayed[`mtT:${t.id}:${ep}`] = str(c.total);
+      if (c.high > 0) replayed[`mtH:${t.id}:${ep}`] = str(c.high);
     }
     for (const a of filteredAchievements) {
       const from = a.created.getTime();

@@ -3,9 +3,10 @@
  * values, read from one Redis key prefix (a replay's, or the live one for the self-check; reads only)
  * and named by key, so that the current and the draft configuration compare item by item.
  */
-import type { LeaderboardRow, PointsSystemConfig, Snapshot } from '../catalog/snapshot';
+import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { boardValue } from '../engine/leaderboards';
+import { levelOf } from '../engine/levels';
 import { readStreak } from '../engine/streak-reads';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import type { Keys } from '../redis/keys';
@@ -21,13 +22,6 @@ export interface UserSummary {
   streak: number;
   /** Board key → the user's newest run and value in it. */
   boards: Record<string, { run: string; value: number } | null>;
-}
-
-/** The highest level a total reaches (levels ascending by threshold). */
-export function levelOf(sys: PointsSystemConfig, total: number): string | null {
-  let out: string | null = null;
-  for (const l of sys.levels) if (total >= l.points) out = l.key;
-  return out;
 }
 
 function boardEntry(board: LeaderboardRow, raw: string | undefined) {
@@ -69,7 +63,7 @@ export async function readSummaries(
       for (const sys of snap.systems) {
         const total = Number(points[sys.id] ?? 0);
         s.points[sys.key] = total;
-        s.levels[sys.key] = levelOf(sys, total);
+        s.levels[sys.key] = levelOf(sys, total)?.key ?? null;
       }
       s.achievements = Object.keys(achs)
         .map((aid) => snap.achievementsById.get(aid)?.key)
