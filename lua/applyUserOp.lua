@@ -24,7 +24,7 @@ KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[input.fuse[j].b], whose
              move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn)
 KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
-KEYS[input.shki] the user's streak period history (string; lib/common.lua)
+KEYS[input.shki] the user's streak period history (string; lib/streak.lua)
 KEYS[input.uki] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
              window bucket and of the one before it
@@ -42,7 +42,7 @@ idempotency key. Errors the caller maps to statuses:
                               stored zone before a change): recompute and call again
   {"err":"NO_USER"}           an op with mustExist for a user that does not exist
   {"err":"OVERFLOW"}          a total would pass 2^53 millionths
-  {"err":"POINTS_OVERFLOW"}   a points total would pass MAX_POINTS (lib/common.lua)
+  {"err":"POINTS_OVERFLOW"}   a points total would pass MAX_POINTS (lib/numbers.lua)
   {"err":"LOCKED"} / {"err":"NOT_ELIGIBLE"}   achievement completion refused
 Nothing is written before every error check has passed.
 

@@ -12,6 +12,14 @@ local function levelAt(lv, total)
   return found
 end
 
+-- A metric trigger's crossings: the multiples of its threshold a running total t1 (after the event)
+-- passes beyond the high-water mark h, and the new mark (the trigger counts from its activation).
+local function triggerCrossings(thr, t1, h)
+  local k = math.max(0, floordiv(t1, thr) - floordiv(h, thr))
+  if t1 > h then h = t1 end
+  return k, h
+end
+
 -- The awards of plan system `sys` for an op, from the user's total `total`. ctx: op, created, attrs,
 -- eattrs, boosts (system id -> active boosts), counters (running counters this op writes),
 -- counter(field) (a counter's current value), stored(field) (a counter's stored value), grant (time
@@ -63,14 +71,11 @@ local function awardPoints(sys, total, ctx)
   if ctx.op == 'event' then
     for _, t in ipairs(sys.mt) do
       if matches(t.ef, ctx.eattrs) then
-        -- One award per multiple of the threshold the trigger's running total passes beyond its
-        -- high-water mark (the trigger counts from its activation: ep).
         local tf = 'mtT:' .. t.id .. ':' .. t.ep
         local hf = 'mtH:' .. t.id .. ':' .. t.ep
-        local t1 = ctx.counters[tf]
         local h = ctx.stored(hf)
-        local k = math.max(0, floordiv(t1, t.thr) - floordiv(h, t.thr))
-        if t1 > h then ctx.counters[hf] = t1 end
+        local k, mark = triggerCrossings(t.thr, ctx.counters[tf], h)
+        if mark ~= h then ctx.counters[hf] = mark end
         if k > 0 then award(t, k * t.p) end
       end
     end

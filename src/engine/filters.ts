@@ -1,4 +1,4 @@
-// Attribute filters (semantics §5.2): lua/lib/common.lua's matches() is the copy the user script
+// Attribute filters (semantics §5.2): lua/lib/filters.lua's matches() is the copy the user script
 // applies; reads and rebuild use this one. test/lua/rules.property.test.ts runs both on the same inputs.
 
 /** An attribute filter resolved to keys, as the user script sees it: [attribute key, value]. */

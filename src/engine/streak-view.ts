@@ -1,6 +1,6 @@
 // The streak of one user as of now, for reads (semantics §0 lazy correctness, §4.4, §4.5). The user
 // script only resolves ended periods when the user acts, so a read projects the same rollover as
-// rollover() in lua/lib/common.lua over the stored hash, without writing anything.
+// rollover() in lua/lib/streak.lua over the stored hash, without writing anything.
 import { dayIndex, type Frequency, periodBounds } from './periods';
 
 export interface StreakViewSettings {
@@ -37,7 +37,7 @@ const int = (s: string | undefined, def: number) => (s === undefined || s === ''
 
 /**
  * The stored period history of settings epoch `epoch`: the hash's `hist` field (the newest 100 met or
- * bridged periods of the hash's epoch, "<idx>:<length>[f|p]" joined by ',', see lua/lib/common.lua),
+ * bridged periods of the hash's epoch, "<idx>:<length>[f|p]" joined by ',', see lua/lib/streak.lua),
  * plus the per-period fields `h:<epoch>:<idx>` of the older layout that the next write folds in.
  */
 export function storedPeriods(raw: Record<string, string>, epoch: number): Map<number, StreakPeriodRecord> {
@@ -78,7 +78,7 @@ export function formatHistory(records: Array<[number, StreakPeriodRecord]>): str
     .join(',');
 }
 
-/** Periods of history kept in Redis (lua/lib/common.lua HIST_MAX); older ones are in streak_periods. */
+/** Periods of history kept in Redis (lua/lib/streak.lua HIST_MAX); older ones are in streak_periods. */
 export const HISTORY_MAX = 100;
 
 /** Pauses of the stored hash: [firstDayIndex, lastDayIndex] pairs (cjson may write [] as {}). */

@@ -43,7 +43,7 @@ export class Keys {
       points: `${base}:points`,
       /** Streak per-period sums and history (JSON values). */
       streak: `${base}:streak`,
-      /** Streak period history: the newest 100 periods of the streak's epoch (lua/lib/common.lua). */
+      /** Streak period history: the newest 100 periods of the streak's epoch (lua/lib/streak.lua). */
       streakHistory: `${base}:shist`,
       /** "<metricId>|<key>" -> event id, kept forever (IDEMPOTENCY_WINDOW_DAYS=0). */
       idempotency: `${base}:idem`,

@@ -1,4 +1,4 @@
-// Typed calls of lua/lib/common.lua's functions through the harness, shared by its unit tests and
+// Typed calls of the functions of lua/lib/ (numbers, calendar, filters, streak) through the harness, shared by its unit tests and
 // the property tests that compare it with the TypeScript copies. Each takes a list of cases and runs
 // them in one EVAL.
 import type { Frequency } from '../../src/engine/periods';
@@ -10,7 +10,7 @@ export async function luaDaysFromCivil(
   dates: Array<[number, number, number]>,
 ): Promise<number[]> {
   const out = await h.run<string[]>(
-    ['common'],
+    ['streak', 'filters'],
     `local out = {}
      for i, d in ipairs(INPUT) do out[i] = N(daysFromCivil(d[1], d[2], d[3])) end
      return out`,
@@ -23,7 +23,7 @@ export async function luaDaysFromCivil(
 export async function luaDateOfDay(h: LuaHarness, days: number[]): Promise<string[]> {
   return arr(
     await h.run<string[]>(
-      ['common'],
+      ['streak', 'filters'],
       `local out = {}
        for i, z in ipairs(INPUT) do out[i] = dateOfDay(z) end
        return out`,
@@ -38,7 +38,7 @@ export async function luaPeriodDays(
   periods: Array<[Frequency, number]>,
 ): Promise<Array<[number, number]>> {
   const out = await h.run<Array<[string, string]>>(
-    ['common'],
+    ['streak', 'filters'],
     `local out = {}
      for i, p in ipairs(INPUT) do
        local first, last = periodDays(p[1], p[2])
@@ -56,7 +56,7 @@ export async function luaFloordiv(
   pairs: Array<[number, number]>,
 ): Promise<Array<[number, number]>> {
   const out = await h.run<Array<[string, string]>>(
-    ['common'],
+    ['streak', 'filters'],
     `local out = {}
      for i, p in ipairs(INPUT) do
        local q, r = floordiv(p[1], p[2])
@@ -77,7 +77,7 @@ export async function luaMatches(
 ): Promise<boolean[]> {
   return arr(
     await h.run<boolean[]>(
-      ['common'],
+      ['streak', 'filters'],
       `local out = {}
        for i, c in ipairs(INPUT) do out[i] = matches(c.filters, c.attrs) end
        return out`,
@@ -122,7 +122,7 @@ export async function luaRollover(h: LuaHarness, cases: RolloverInput[]): Promis
       resolved: unknown;
     }>
   >(
-    ['common'],
+    ['streak', 'filters'],
     `local out = {}
      for i, c in ipairs(INPUT) do
        local st = { length = c.length, lastMet = c.lastMet, freezes = c.freezes, started = c.started }

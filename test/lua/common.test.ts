@@ -1,4 +1,4 @@
-// lua/lib/common.lua on its own, run on real Redis (test/lua/harness.ts).
+// lua/lib/ (numbers, calendar, filters, streak) on its own, run on real Redis (test/lua/harness.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   luaDateOfDay,
@@ -230,7 +230,7 @@ describe('period history', () => {
 
   async function append(hist: string | undefined, chunks: string[][]): Promise<string> {
     return h.run<string>(
-      ['common'],
+      ['streak', 'filters'],
       `local hist = INPUT.hist
        for _, chunk in ipairs(INPUT.chunks) do hist = histAppend(hist, chunk) end
        return hist`,
@@ -240,7 +240,7 @@ describe('period history', () => {
 
   it('appends entries and formats them as idx:length with f or p for bridged periods', async () => {
     const hist = await h.run<string>(
-      ['common'],
+      ['streak', 'filters'],
       `return histAppend(histAppend('', { histEntry(-3, 1, false, false) }), { histEntry(-2, 1, true, false), histEntry(-1, 1, false, true) })`,
       null,
     );
@@ -259,7 +259,7 @@ describe('period history', () => {
 
   it('calls back once per entry with its period and length', async () => {
     const seen = await h.run<Array<[number, number]>>(
-      ['common'],
+      ['streak', 'filters'],
       `local out = {}
        histEach(INPUT, function(idx, len) out[#out + 1] = { idx, len } end)
        histEach('', function() out[#out + 1] = 'never' end)

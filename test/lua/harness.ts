@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { createRedis, type RedisClient, waitReady } from '../../src/redis/client';
+import { scriptSource } from '../../src/redis/scripts';
 
 export const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
 
@@ -21,9 +22,9 @@ local function N(n) if n == nil then return nil end return string.format('%.17g'
 local function PACK(...) return { n = select('#', ...), ... } end
 `;
 
-/** Source of lua/lib/<name>.lua. */
+/** Source of lua/lib/<name>.lua with what it includes inlined (as a script would have it). */
 export function luaLib(name: string): string {
-  return readFileSync(`${LUA_DIR}/lib/${name}.lua`, 'utf8');
+  return scriptSource(`lib/${name}`);
 }
 
 /**

@@ -32,7 +32,7 @@ import { arr, createLuaHarness, type LuaHarness, luaExcerpt } from './harness';
 
 // Fixed run counts keep the suite fast and its cost known (one EVAL per run, ~0.1 ms each).
 const RUNS = { numRuns: 200 };
-// Largest total in millionths (lua/lib/common.lua MAX_SAFE, semantics §2.1).
+// Largest total in millionths (lua/lib/numbers.lua MAX_SAFE, semantics §2.1).
 const MAX_SAFE = 9_007_199_254_000_000;
 
 const freqArb = fc.constantFrom<Frequency>('daily', 'weekly', 'monthly');
@@ -49,7 +49,7 @@ afterAll(async () => {
   await h.close();
 });
 
-describe('calendar: lib/common.lua and src/engine/periods.ts', () => {
+describe('calendar: lib/calendar.lua and src/engine/periods.ts', () => {
   it('agree on the date of a day index and its inverse', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(wideDayArb, { minLength: 1, maxLength: 25 }), async (days) => {
@@ -88,7 +88,7 @@ describe('calendar: lib/common.lua and src/engine/periods.ts', () => {
   });
 });
 
-describe('streak rollover: lib/common.lua rollover() and src/engine/streak-view.ts viewStreak()', () => {
+describe('streak rollover: lib/streak.lua rollover() and src/engine/streak-view.ts viewStreak()', () => {
   const caseArb = fc
     .record({
       freq: freqArb,
@@ -162,7 +162,7 @@ describe('streak rollover: lib/common.lua rollover() and src/engine/streak-view.
   });
 });
 
-describe('attribute filters: lib/common.lua matches() and src/engine/filters.ts matchesFilters()', () => {
+describe('attribute filters: lib/filters.lua matches() and src/engine/filters.ts matchesFilters()', () => {
   // Few keys and values so that matches are common; prototype member names stay ordinary keys.
   const keyArb = fc.constantFrom('plan', 'region', 'tier', 'a-b_1', '__proto__', 'constructor', 'toString');
   const valueArb = fc.constantFrom('pro', 'eu', '', '0', 'Pro', 'ü', 'a|b');
@@ -185,30 +185,19 @@ describe('attribute filters: lib/common.lua matches() and src/engine/filters.ts 
   });
 });
 
-describe('metric-trigger counters: lua/applyUserOp.lua and src/engine/trigger-counters.ts', () => {
-  // The rule as the script writes it, run on a stand-in for the counters hash: per event, T1 is the
-  // running total after the event (setCounter before), k the multiples crossed, H the high-water mark.
-  const excerpt = luaExcerpt(
-    'applyUserOp',
-    /^\s*local t1 = counters\[tf\]$/,
-    /^\s*if t1 > h then counters\[hf\] = t1 end$/,
-  );
+describe('metric-trigger counters: lua/lib/points.lua and src/engine/trigger-counters.ts', () => {
+  // The rule as the points step applies it (lib/points.lua awardPoints): per event, the running total
+  // T1 after the event, triggerCrossings for the multiples crossed k and the high-water mark H.
   const body = `
     local store = {}
-    local redis = { call = function(_, _, field) if store[field] == nil then return false end return store[field] end }
-    local K_COUNTERS = 'counters'
-    local t = { id = 'trig', ep = 0, thr = INPUT.thr }
-    local tf, hf = 'mtT:trig:0', 'mtH:trig:0'
     local out = {}
     for i, v in ipairs(INPUT.values) do
-      local counters = { [tf] = num(store[tf], 0) + v }
-      local crossed
-      do
-${excerpt}
-        crossed = k
-      end
-      for f, val in pairs(counters) do store[f] = val end
-      out[i] = { N(crossed), N(store[tf]), N(num(store[hf], 0)) }
+      local t1 = num(store.t, 0) + v
+      local h = num(store.h, 0)
+      local k, mark = triggerCrossings(INPUT.thr, t1, h)
+      store.t = t1
+      if mark ~= h then store.h = mark end
+      out[i] = { N(k), N(store.t), N(num(store.h, 0)) }
     end
     return out`;
 
@@ -235,7 +224,7 @@ ${excerpt}
   it('agree on the multiples crossed, the running total and the high-water mark after each event', async () => {
     await fc.assert(
       fc.asyncProperty(thrArb, valuesArb, async (thr, values) => {
-        const lua = arr(await h.run<Array<[string, string, string]>>(['common'], body, { thr, values }));
+        const lua = arr(await h.run<Array<[string, string, string]>>(['points'], body, { thr, values }));
         let c: TriggerCounters = { total: 0, high: 0 };
         const ts = values.map((v) => {
           const crossed = crossedMultiples(c, c.total + v, thr);
@@ -249,20 +238,16 @@ ${excerpt}
   });
 });
 
-describe('levels: lua/applyUserOp.lua levelAt() and src/engine/levels.ts', () => {
-  // levelAt and the before/after lines of the points step, as the script has them.
-  const levelAt = luaExcerpt('applyUserOp', /^\s*local function levelAt\(t\)$/, /^ {2}end$/);
-  const beforeAfter = luaExcerpt('applyUserOp', /^\s*local lb = false$/, /^\s*local la = levelAt\(total\)$/);
+describe('levels: lua/lib/points.lua levelAt() and src/engine/levels.ts', () => {
+  // levelAt and the before/after rule of lua/applyUserOp.lua's points step (semantics §5.11: a user
+  // created by the op had no level before it); positions map back to the plan's levels.
   const body = `
     local out = {}
     for i, c in ipairs(INPUT.cases) do
-      local sys = { lv = INPUT.lv }
-      local created, before, total = c.created, c.before, c.after
-      do
-${levelAt}
-${beforeAfter}
-        out[i] = { lb = lb and lb.id or false, la = la and la.id or false }
-      end
+      local lb = false
+      if not c.created then lb = levelAt(INPUT.lv, c.before) end
+      local la = levelAt(INPUT.lv, c.after)
+      out[i] = { lb = lb and INPUT.ids[lb] or false, la = la and INPUT.ids[la] or false }
     end
     return out`;
 
@@ -279,9 +264,14 @@ ${beforeAfter}
         fc.array(caseArb, { minLength: 1, maxLength: 20 }),
         async (levels, cases) => {
           // As src/engine/plan.ts builds it: lv only when the system has levels, ascending.
-          const lv = levels.length ? levels.map((l) => ({ p: l.points, o: { id: l.id } })) : undefined;
+          const lv = levels.length ? levels.map((l) => l.points) : undefined;
+          const ids = levels.map((l) => l.id);
           const lua = arr(
-            await h.run<Array<{ lb: string | false; la: string | false }>>([], body, { lv, cases }),
+            await h.run<Array<{ lb: string | false; la: string | false }>>(['points'], body, {
+              lv,
+              ids,
+              cases,
+            }),
           );
           const sys = { levels };
           cases.forEach((c, i) => {

@@ -1,5 +1,0 @@
--- The helpers most scripts share, in one include: numbers, the calendar, attribute filters, streaks.
---!include lib/numbers.lua
---!include lib/calendar.lua
---!include lib/filters.lua
---!include lib/streak.lua
