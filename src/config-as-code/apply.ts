@@ -17,7 +17,7 @@ import type { Db } from '../db/client';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import type { BulkResource } from '../http/routes/admin/bulk';
-import type { AppEnv } from '../http/env';
+import type { AppEnv } from '../app-env';
 import { CONFIG_LOCK, currentActor, serialise, writeAudit } from './audit';
 import type { ConfigDocument, FilterDoc } from './document';
 import {

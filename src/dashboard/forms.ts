@@ -4,7 +4,7 @@ import { ItemIssue, pgCode } from '../admin/common';
 import { recordAdminWrite } from '../config-as-code/audit';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
-import type { AppEnv } from '../http/env';
+import type { AppEnv } from '../app-env';
 import { CSRF_FIELD, type DashEnv } from './session';
 import type { FormState, PageCtx } from './ui';
 

@@ -3,7 +3,7 @@
 // counters only; none of these talks to Redis or Postgres.
 import type { Deps } from '../deps';
 import { isInfrastructureError } from '../errors';
-import { levelOf } from '../http/presenters';
+import { levelOf } from '../engine/levels';
 import type { RedisClient } from '../redis/client';
 import { SCRIPT_NAMES } from '../redis/scripts';
 import type { SchedulerPass } from '../workers/scheduler';

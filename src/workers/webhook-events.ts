@@ -11,17 +11,13 @@ import { decodeGroup, type Ranked, userNames } from '../engine/leaderboards';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { periodIndex } from '../engine/periods';
 import type { Run } from '../engine/runs';
-import {
-  achievementResponse,
-  awardResponse,
-  isoMs,
-  levelOf,
-  levelResponse,
-  streakResponse,
-  systemBase,
-  userResponse,
-} from '../http/presenters';
-import { leaderboardBase } from '../http/routes/v1/leaderboards';
+import { achievementResponse } from '../wire/achievements';
+import { awardResponse } from '../wire/points';
+import { isoMs } from '../wire/common';
+import { levelOf, levelResponse, systemBase } from '../engine/levels';
+import { streakResponse } from '../wire/streaks';
+import { userResponse } from '../wire/users';
+import { leaderboardBase } from '../wire/leaderboards';
 import type { OutboxEntry, OutboxRecord, RecordHook } from './history-writer';
 
 export type WebhookEventType =

@@ -9,7 +9,7 @@ import {
   updateStreakSettings,
 } from '../../admin/streak-settings';
 import type { Deps } from '../../deps';
-import { parseWith } from '../../http/validate';
+import { parseWith } from '../../wire/parse';
 import { achievementCompletions, streakSummary, userCount } from '../data';
 import {
   adminCtx,

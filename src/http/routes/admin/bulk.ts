@@ -4,7 +4,7 @@ import { type AdminIssue, ItemIssue } from '../../../admin/common';
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest, notFoundNamed, unprocessable } from '../../../errors';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryInt, queryList, readJson } from '../../validate';
 

@@ -12,9 +12,10 @@ import {
   TooManySimulations,
 } from '../../../simulations/runs';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { parseWith, readJson } from '../../validate';
+import { parseWith } from '../../../wire/parse';
+import { readJson } from '../../validate';
 import { isUuid } from './bulk';
 
 const error = (description: string) => ({

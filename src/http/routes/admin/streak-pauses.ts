@@ -10,7 +10,7 @@ import {
 import type { Deps } from '../../../deps';
 import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne, readJson } from '../../validate';
 import { isUuid, readIds, readPage } from './bulk';

@@ -9,7 +9,7 @@ import {
 import type { Deps } from '../../../deps';
 import { notFoundNamed, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne } from '../../validate';
 import { isUuid, readPage } from './bulk';
