@@ -11,19 +11,7 @@ import {
 import type { Deps } from '../../deps';
 import { parseWith } from '../../wire/parse';
 import { achievementCompletions, streakSummary, userCount } from '../data';
-import {
-  adminCtx,
-  attempt,
-  checked,
-  done,
-  formOf,
-  list,
-  num,
-  pageCtx,
-  str,
-  strOrNull,
-  type Values,
-} from '../forms';
+import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import {
   Checkbox,
@@ -50,7 +38,7 @@ const ALL = { limit: 1000, skip: 0 };
 const METRIC_FIELDS = ['name', 'key', 'unitType', 'units'] as const;
 
 async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
-  const rows = await metricsResource.list(deps, ALL, undefined as never);
+  const rows = await metricsResource.list(deps, ALL);
   return (
     <Layout
       title="Metrics"
@@ -137,7 +125,7 @@ async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
 const ATTRIBUTE_FIELDS = ['name', 'key', 'type'] as const;
 
 async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
-  const rows = await attributesResource.list(deps, ALL, undefined as never);
+  const rows = await attributesResource.list(deps, ALL);
   return (
     <Layout
       title="Attributes"
@@ -247,7 +235,7 @@ function achievementItem(v: Values) {
 
 async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const [rows, users, completions] = await Promise.all([
-    achievementsResource.list(deps, ALL, undefined as never),
+    achievementsResource.list(deps, ALL),
     userCount(deps),
     achievementCompletions(deps),
   ]);
@@ -606,17 +594,12 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
   app.post('/metrics', async (c) => {
     const v = await formOf(c);
     const item = { name: str(v.name), key: str(v.key), unitType: str(v.unitType), units: strOrNull(v.units) };
-    const r = await attempt(deps, () => metricsResource.create!(deps, item, adminCtx(c)), METRIC_FIELDS, v);
+    const r = await attempt(deps, () => metricsResource.create!(deps, { item: item }), METRIC_FIELDS, v);
     if (!r.ok) return c.html(await metricsPage(deps, pageCtx(c), r.form), 422);
     return done(c, '/dashboard/metrics', `Metric “${r.value.name}” created.`);
   });
   app.post('/metrics/:id/delete', async (c) => {
-    const r = await attempt(
-      deps,
-      () => metricsResource.remove!(deps, c.req.param('id'), adminCtx(c)),
-      [],
-      {},
-    );
+    const r = await attempt(deps, () => metricsResource.remove!(deps, { id: c.req.param('id') }), [], {});
     return r.ok
       ? done(c, '/dashboard/metrics', 'Metric deleted.')
       : done(c, '/dashboard/metrics', r.form.formError ?? 'Not deleted', 'error');
@@ -628,7 +611,7 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
     const item = { name: str(v.name), key: str(v.key), type: str(v.type) };
     const r = await attempt(
       deps,
-      () => attributesResource.create!(deps, item, adminCtx(c)),
+      () => attributesResource.create!(deps, { item: item }),
       ATTRIBUTE_FIELDS,
       v,
     );
@@ -636,12 +619,7 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
     return done(c, '/dashboard/attributes', `Attribute “${r.value.name}” created.`);
   });
   app.post('/attributes/:id/delete', async (c) => {
-    const r = await attempt(
-      deps,
-      () => attributesResource.remove!(deps, c.req.param('id'), adminCtx(c)),
-      [],
-      {},
-    );
+    const r = await attempt(deps, () => attributesResource.remove!(deps, { id: c.req.param('id') }), [], {});
     return r.ok
       ? done(c, '/dashboard/attributes', 'Attribute deleted.')
       : done(c, '/dashboard/attributes', r.form.formError ?? 'Not deleted', 'error');
@@ -654,7 +632,7 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
     const v = await formOf(c);
     const r = await attempt(
       deps,
-      () => achievementsResource.create!(deps, achievementItem(v), adminCtx(c)),
+      () => achievementsResource.create!(deps, { item: achievementItem(v) }),
       ACHIEVEMENT_FIELDS,
       v,
     );
@@ -664,7 +642,7 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
   app.post('/achievements/:id/status', async (c) => {
     const v = await formOf(c);
     const item = { id: c.req.param('id'), status: str(v.status) };
-    const r = await attempt(deps, () => achievementsResource.update!(deps, item, adminCtx(c)), [], v);
+    const r = await attempt(deps, () => achievementsResource.update!(deps, { item: item }), [], v);
     return r.ok
       ? done(c, '/dashboard/achievements', `Achievement “${r.value.name}” is now ${r.value.status}.`)
       : done(c, '/dashboard/achievements', r.form.formError ?? 'Not changed', 'error');
@@ -672,7 +650,7 @@ export function mountConfigPages(app: Hono<DashEnv>, deps: Deps): void {
   app.post('/achievements/:id/delete', async (c) => {
     const r = await attempt(
       deps,
-      () => achievementsResource.remove!(deps, c.req.param('id'), adminCtx(c)),
+      () => achievementsResource.remove!(deps, { id: c.req.param('id') }),
       [],
       {},
     );

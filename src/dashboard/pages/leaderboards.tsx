@@ -6,7 +6,7 @@ import { decodeGroup, rankingsWindow, runForRead } from '../../engine/leaderboar
 import { runByIndex } from '../../engine/runs';
 import { notFound } from '../../errors';
 import { participantCount, runGroups, userNames } from '../data';
-import { adminCtx, attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import {
   Csrf,
@@ -66,7 +66,7 @@ function boardItem(v: Values) {
 const runLabel = (r: { start: string; end: string | null }) => `${r.start} → ${r.end ?? 'open'}`;
 
 async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
-  const rows = await leaderboardsResource.list(deps, ALL, undefined as never);
+  const rows = await leaderboardsResource.list(deps, ALL);
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
   const participants = new Map(
@@ -261,7 +261,7 @@ async function boardPage(
   const snap = deps.catalog.snapshot;
   const board = snap.leaderboardsById.get(id);
   if (!board) throw notFound('Leaderboard not found');
-  const shown = (await leaderboardsResource.get(deps, id, undefined as never))!;
+  const shown = (await leaderboardsResource.get(deps, { id }))!;
   const now = deps.clock.now();
   const current = runForRead(board, now, utcDate(now));
   const run = runDate ? runForRead(board, now, utcDate(now), runDate) : current;
@@ -401,7 +401,7 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
     const v = await formOf(c);
     const r = await attempt(
       deps,
-      () => leaderboardsResource.create!(deps, boardItem(v), adminCtx(c)),
+      () => leaderboardsResource.create!(deps, { item: boardItem(v) }),
       FIELDS,
       v,
     );
@@ -423,7 +423,7 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
     const v = await formOf(c);
     const r = await attempt(
       deps,
-      () => leaderboardsResource.update!(deps, { id: c.req.param('id'), status: str(v.status) }, adminCtx(c)),
+      () => leaderboardsResource.update!(deps, { item: { id: c.req.param('id'), status: str(v.status) } }),
       [],
       v,
     );
@@ -434,7 +434,7 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
   app.post('/leaderboards/:id/delete', async (c) => {
     const r = await attempt(
       deps,
-      () => leaderboardsResource.remove!(deps, c.req.param('id'), adminCtx(c)),
+      () => leaderboardsResource.remove!(deps, { id: c.req.param('id') }),
       [],
       {},
     );

@@ -16,7 +16,7 @@ import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { parseWith } from '../../../wire/parse';
 import { readJson } from '../../validate';
-import { isUuid } from './bulk';
+import { isUuid } from '../../../admin/resource';
 
 const error = (description: string) => ({
   description,

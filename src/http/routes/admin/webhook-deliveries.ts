@@ -12,7 +12,8 @@ import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne } from '../../validate';
-import { isUuid, readPage } from './bulk';
+import { isUuid } from '../../../admin/resource';
+import { readPage } from './bulk';
 import { redeliver } from '../../../workers/webhooks';
 
 const error = (description: string) => ({
