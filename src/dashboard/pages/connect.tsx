@@ -15,6 +15,7 @@ import { notFound } from '../../errors';
 import { isUuid } from '../../admin/resource';
 import { redeliver } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../forms';
+import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Checkbox,
@@ -33,7 +34,6 @@ import {
   when,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const WEBHOOK_FIELDS = ['url', 'eventTypes', 'description', 'enabled', 'secret'] as const;
 const KEY_FIELDS = ['name', 'kind', 'rateLimitPerSecond'] as const;
 
@@ -387,7 +387,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       description: strOrNull(v.description),
       enabled: str(v.enabled) === 'on',
     };
-    const r = await attempt(deps, () => webhooksResource.create!(deps, { item: item }), WEBHOOK_FIELDS, v);
+    const r = await attempt(deps, () => webhooksResource.create!(deps, { item }), WEBHOOK_FIELDS, v);
     if (!r.ok) return c.html(await webhooksPage(deps, pageCtx(c), r.form), 422);
     const secret = (r.value as { secret?: string }).secret ?? '';
     return c.html(await webhooksPage(deps, pageCtx(c), emptyForm(), { url: r.value.url, secret }), 201);
@@ -408,12 +408,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       ? done(c, '/dashboard/webhooks', `Endpoint ${r.value.enabled ? 'enabled' : 'disabled'}.`)
       : done(c, '/dashboard/webhooks', r.form.formError ?? 'Not changed', 'error');
   });
-  app.post('/webhooks/:id/delete', async (c) => {
-    const r = await attempt(deps, () => webhooksResource.remove!(deps, { id: c.req.param('id') }), [], {});
-    return r.ok
-      ? done(c, '/dashboard/webhooks', 'Endpoint deleted.')
-      : done(c, '/dashboard/webhooks', r.form.formError ?? 'Not deleted', 'error');
-  });
+  mountDelete(app, deps, '/webhooks', webhooksResource, 'Endpoint deleted.');
   app.post('/webhooks/:id/deliveries/:delivery/redeliver', async (c) => {
     const id = c.req.param('id');
     const delivery = c.req.param('delivery');
@@ -433,7 +428,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       kind: str(v.kind),
       rateLimitPerSecond: num(v.rateLimitPerSecond) ?? null,
     };
-    const r = await attempt(deps, () => apiKeysResource.create!(deps, { item: item }), KEY_FIELDS, v);
+    const r = await attempt(deps, () => apiKeysResource.create!(deps, { item }), KEY_FIELDS, v);
     if (!r.ok) return c.html(await integrationPage(deps, pageCtx(c), r.form), 422);
     // Shown once, in this response only: never through a redirect or a cookie.
     return c.html(

@@ -7,6 +7,7 @@ import { runByIndex } from '../../engine/runs';
 import { notFound } from '../../errors';
 import { participantCount, runGroups, userNames } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Csrf,
@@ -26,7 +27,6 @@ import {
   every,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const FIELDS = [
   'name',
   'key',
@@ -431,15 +431,5 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
       ? done(c, '/dashboard/leaderboards', `Leaderboard “${r.value.name}” is now ${r.value.status}.`)
       : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not changed', 'error');
   });
-  app.post('/leaderboards/:id/delete', async (c) => {
-    const r = await attempt(
-      deps,
-      () => leaderboardsResource.remove!(deps, { id: c.req.param('id') }),
-      [],
-      {},
-    );
-    return r.ok
-      ? done(c, '/dashboard/leaderboards', 'Leaderboard deleted.')
-      : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not deleted', 'error');
-  });
+  mountDelete(app, deps, '/leaderboards', leaderboardsResource, 'Leaderboard deleted.');
 }

@@ -8,6 +8,7 @@ import type { Deps } from '../../deps';
 import { BarChart } from '../charts';
 import { pointsHistogram, usersAtLeast } from '../data';
 import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Csrf,
@@ -27,7 +28,6 @@ import {
   every,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
 const TRIGGER_FIELDS = [
   'type',
