@@ -3,7 +3,7 @@ import { dashboardRoutes } from './dashboard';
 import { actorContext } from './config-as-code/audit';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
-import type { AppEnv } from './http/env';
+import type { AppEnv } from './app-env';
 import { apiGuard } from './http/middleware/guard';
 import { rateLimiter } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';

@@ -4,7 +4,7 @@ import { systemClock } from './clock';
 import type { AppConfig } from './config';
 import { createDb, type Db, type Sql } from './db/client';
 import { createLogger, type Logger } from './logger';
-import { instrumentRedis } from './metrics/hooks';
+import { instrumentRedis } from './metrics/redis';
 import { createRedis, type RedisClient, waitReady } from './redis/client';
 import { Keys } from './redis/keys';
 import { registerScripts } from './redis/scripts';

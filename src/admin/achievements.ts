@@ -3,7 +3,7 @@ import type { AchievementRow } from '../catalog/snapshot';
 import { achievements, pointsSystems, pointsTriggers, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
 import { backdateAchievement } from '../engine/backdate';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   parseItem,
@@ -263,11 +263,11 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     const rows = await listLive(deps, achievements, { limit, skip });
     return withCompletions(deps, rows);
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findAchievement(deps, id);
     return row ? (await withCompletions(deps, [row]))[0]! : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     rejectForeignFields(input, input.trigger);
     const req = await checkRequirement(
@@ -307,7 +307,7 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     if (row.status === 'active') await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, [
       'name',
@@ -378,7 +378,7 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     if (activated || (status === 'active' && requirementChanged)) await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     if (!(await findAchievement(deps, id))) throw new ItemIssue('Achievement not found');
     const [prerequisiteOf] = await deps.db
       .select({ id: achievements.id })

@@ -3,7 +3,7 @@ import { generateApiKey } from '../api-keys';
 import type { ApiKeyRow } from '../catalog/snapshot';
 import { apiKeys } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   ItemIssue,
@@ -78,11 +78,11 @@ export const apiKeysResource: BulkResource<ShownApiKey> = {
       .offset(skip);
     return rows.map(showApiKey);
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findKey(deps, id);
     return row ? showApiKey(row) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const now = new Date(deps.clock.now());
     // A prefix collision (36^8 space) is retried with a fresh key.
@@ -107,7 +107,7 @@ export const apiKeysResource: BulkResource<ShownApiKey> = {
       }
     }
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name']);
     const input = parseItem(updateSchema, item);
@@ -126,7 +126,7 @@ export const apiKeysResource: BulkResource<ShownApiKey> = {
     return showApiKey(row!);
   },
   /** Revokes: the row stays listed. The bulk route reloads the snapshot auth reads before answering. */
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     await deps.db.transaction(async (tx) => {
       // Serialises revocations so two requests cannot each revoke one of the last two admin keys.
       await tx.execute('select pg_advisory_xact_lock(727275)');

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import type { AttributeRow, Snapshot } from '../catalog/snapshot';
 import { attributes, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   parseItem,
@@ -68,11 +68,11 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
     const rows = await listLive(deps, attributes, { limit, skip });
     return rows.map(showAttribute);
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findAttribute(deps, id);
     return row ? showAttribute(row) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const now = new Date(deps.clock.now());
     try {
@@ -97,7 +97,7 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
       throw err;
     }
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name']);
     const input = parseItem(updateSchema, item);
@@ -111,7 +111,7 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
       .returning();
     return showAttribute(row!);
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     if (!(await findAttribute(deps, id))) throw new ItemIssue('Attribute not found');
     if (attributeInUse(deps.catalog.snapshot, id)) throw new ItemIssue('Attribute is in use');
     await deps.db

@@ -2,8 +2,7 @@ import { and, asc, eq, isNull } from 'drizzle-orm';
 import type { BoostRow, Snapshot } from '../catalog/snapshot';
 import { pointsBoosts, users } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
-import { queryOne } from '../http/validate';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   checkFilters,
@@ -118,14 +117,14 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
   schemas: { resource: AdminPointsBoostSchema, create: createSchema, update: updateSchema },
   listQuery: z.object({ userId: z.string().optional() }),
   parent: requirePointsSystem,
-  async list(deps, { limit, skip }, c) {
-    const userId = queryOne(c, 'userId');
+  async list(deps, { limit, skip, query, ...scope }) {
+    const userId = query?.userId;
     const rows = await deps.db
       .select()
       .from(pointsBoosts)
       .where(
         and(
-          eq(pointsBoosts.systemId, systemIdOf(c)),
+          eq(pointsBoosts.systemId, systemIdOf(scope)),
           isNull(pointsBoosts.deletedAt),
           userId !== undefined ? eq(pointsBoosts.userId, userId) : undefined,
         ),
@@ -137,11 +136,11 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
     const now = deps.clock.now();
     return rows.map((b) => showBoost(snap, b, now));
   },
-  async get(deps, id, c) {
-    const row = await findBoost(deps, systemIdOf(c), id);
+  async get(deps, { id, ...scope }) {
+    const row = await findBoost(deps, systemIdOf(scope), id);
     return row ? showBoost(deps.catalog.snapshot, row, deps.clock.now()) : null;
   },
-  async create(deps, item, c) {
+  async create(deps, { item, ...scope }) {
     const input = parseItem(createSchema, item);
     const end = input.end ?? null;
     checkWindow(input.start, end);
@@ -157,7 +156,7 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
       .insert(pointsBoosts)
       .values({
         id: newId(),
-        systemId: systemIdOf(c),
+        systemId: systemIdOf(scope),
         name: input.name,
         start: input.start,
         end,
@@ -171,11 +170,11 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
       .returning();
     return showBoost(snap, row!, now.getTime());
   },
-  async update(deps, item, c) {
+  async update(deps, { item, ...scope }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name', 'start', 'multiplier', 'rounding']);
     const input = parseItem(updateSchema, item);
-    const current = await findBoost(deps, systemIdOf(c), input.id);
+    const current = await findBoost(deps, systemIdOf(scope), input.id);
     if (!current) throw new ItemIssue('Boost not found');
     rejectChanges(raw, current, ['userId']);
     const start = input.start ?? current.start;
@@ -205,8 +204,8 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
       .returning();
     return showBoost(snap, row!, now.getTime());
   },
-  async remove(deps, id, c) {
-    if (!(await findBoost(deps, systemIdOf(c), id))) throw new ItemIssue('Boost not found');
+  async remove(deps, { id, ...scope }) {
+    if (!(await findBoost(deps, systemIdOf(scope), id))) throw new ItemIssue('Boost not found');
     await deps.db
       .update(pointsBoosts)
       .set({ deletedAt: new Date(deps.clock.now()) })

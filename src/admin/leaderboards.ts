@@ -3,7 +3,7 @@ import type { LeaderboardRow } from '../catalog/snapshot';
 import { leaderboards } from '../db/schema';
 import type { Deps } from '../deps';
 import { type LeaderboardStatus, leaderboardStatus, utcDate } from '../engine/leaderboard-status';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   parseItem,
@@ -190,11 +190,11 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
     const now = deps.clock.now();
     return rows.map((r) => showLeaderboard(r, now));
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findLeaderboard(deps, id);
     return row ? showLeaderboard(row, deps.clock.now()) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const nowMs = deps.clock.now();
     const today = utcDate(nowMs);
@@ -234,7 +234,7 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
       throw err;
     }
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name', 'status', 'start', 'maxParticipants', 'key', 'rankBy', 'breakdownAttributes']);
     const input = parseItem(updateSchema, item);
@@ -336,7 +336,7 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
       throw err;
     }
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     if (!(await findLeaderboard(deps, id))) throw new ItemIssue('Leaderboard not found');
     await deps.db
       .update(leaderboards)

@@ -2,7 +2,7 @@ import { and, asc, eq, isNull, ne, sql } from 'drizzle-orm';
 import type { LevelRow } from '../catalog/snapshot';
 import { pointsLevels } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   badgeSchema,
@@ -105,23 +105,23 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
   name: 'level',
   schemas: { resource: AdminPointsLevelSchema, create: createSchema, update: updateSchema },
   parent: requirePointsSystem,
-  async list(deps, { limit, skip }, c) {
+  async list(deps, { limit, skip, ...scope }) {
     const rows = await deps.db
       .select()
       .from(pointsLevels)
-      .where(and(eq(pointsLevels.systemId, systemIdOf(c)), isNull(pointsLevels.deletedAt)))
+      .where(and(eq(pointsLevels.systemId, systemIdOf(scope)), isNull(pointsLevels.deletedAt)))
       .orderBy(asc(pointsLevels.created), asc(pointsLevels.id))
       .limit(limit)
       .offset(skip);
     return rows.map(showLevel);
   },
-  async get(deps, id, c) {
-    const row = await findLevel(deps, systemIdOf(c), id);
+  async get(deps, { id, ...scope }) {
+    const row = await findLevel(deps, systemIdOf(scope), id);
     return row ? showLevel(row) : null;
   },
-  async create(deps, item, c) {
+  async create(deps, { item, ...scope }) {
     const input = parseItem(createSchema, item);
-    const systemId = systemIdOf(c);
+    const systemId = systemIdOf(scope);
     const now = new Date(deps.clock.now());
     const row = await withLevelLock(deps, systemId, async (tx) => {
       // Keys of deleted levels stay reserved, so every row of the system counts.
@@ -149,11 +149,11 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
     });
     return showLevel(row);
   },
-  async update(deps, item, c) {
+  async update(deps, { item, ...scope }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name', 'points']);
     const input = parseItem(updateSchema, item);
-    const systemId = systemIdOf(c);
+    const systemId = systemIdOf(scope);
     const row = await withLevelLock(deps, systemId, async (tx) => {
       const [current] = await tx
         .select()
@@ -185,8 +185,8 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
     });
     return showLevel(row);
   },
-  async remove(deps, id, c) {
-    if (!(await findLevel(deps, systemIdOf(c), id))) throw new ItemIssue('Level not found');
+  async remove(deps, { id, ...scope }) {
+    if (!(await findLevel(deps, systemIdOf(scope), id))) throw new ItemIssue('Level not found');
     await deps.db
       .update(pointsLevels)
       .set({ deletedAt: new Date(deps.clock.now()) })

@@ -3,7 +3,7 @@ import { z } from '../zod';
 import type { MetricRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import {
   parseItem,
   duplicateKey,
@@ -82,11 +82,11 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     const rows = await listLive(deps, metrics, { limit, skip });
     return rows.map(showMetric);
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findLive(deps, metrics, id);
     return row ? showMetric(row) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const unitType = input.unitType ?? 'number';
     const units = input.units ?? null;
@@ -113,7 +113,7 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
       throw err;
     }
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     rejectNulls(item as Record<string, unknown>, ['name', 'unitType']);
     if ((item as Record<string, unknown>).key !== undefined) throw new ItemIssue('key cannot be changed');
     const input = parseItem(updateSchema, item);
@@ -129,7 +129,7 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
       .returning();
     return showMetric(row!);
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     const current = await findLive(deps, metrics, id);
     if (!current) throw new ItemIssue('Metric not found');
     if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');

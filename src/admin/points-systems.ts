@@ -1,11 +1,9 @@
 import { and, eq, isNull } from 'drizzle-orm';
-import type { Context } from 'hono';
 import type { PointsSystemRow } from '../catalog/snapshot';
 import { pointsBoosts, pointsLevels, pointsSystems, pointsTriggers } from '../db/schema';
 import type { Deps } from '../deps';
 import { notFoundNamed } from '../errors';
-import type { BulkResource } from '../http/routes/admin/bulk';
-import { isUuid } from '../http/routes/admin/bulk';
+import { type BulkResource, isUuid, type Scope } from './resource';
 import { z } from '../zod';
 import {
   parseItem,
@@ -80,12 +78,12 @@ export async function findPointsSystem(deps: Deps, id: string): Promise<PointsSy
   return row;
 }
 
-/** `{systemId}` of a nested route (triggers, levels, boosts). */
-export const systemIdOf = (c: Context) => c.req.param('systemId') ?? '';
+/** `{systemId}` of a nested resource (triggers, levels, boosts). */
+export const systemIdOf = (scope: Scope) => scope.systemId ?? '';
 
-/** Parent check of nested routes: an unknown or deleted `{systemId}` is 404 for every method. */
-export async function requirePointsSystem(deps: Deps, c: Context): Promise<void> {
-  const id = systemIdOf(c);
+/** Parent check of nested resources: an unknown or deleted `{systemId}` is 404 for every method. */
+export async function requirePointsSystem(deps: Deps, scope: Scope): Promise<void> {
+  const id = systemIdOf(scope);
   if (!isUuid(id) || !(await findPointsSystem(deps, id))) throw notFoundNamed('Points system', id);
 }
 
@@ -96,11 +94,11 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
     const rows = await listLive(deps, pointsSystems, { limit, skip });
     return rows.map(showPointsSystem);
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findPointsSystem(deps, id);
     return row ? showPointsSystem(row) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const now = new Date(deps.clock.now());
     try {
@@ -123,7 +121,7 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
       throw err;
     }
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['name']);
     const input = parseItem(updateSchema, item);
@@ -144,7 +142,7 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
       .returning();
     return showPointsSystem(row!);
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     if (!(await findPointsSystem(deps, id))) throw new ItemIssue('Points system not found');
     const ranked = deps.catalog.snapshot.leaderboards.some(
       (b) => b.pointsSystemId === id && b.status !== 'finished',

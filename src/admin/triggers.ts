@@ -2,7 +2,7 @@ import { and, asc, eq, isNull } from 'drizzle-orm';
 import type { Snapshot, TriggerRow } from '../catalog/snapshot';
 import { pointsTriggers, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   checkFilters,
@@ -153,22 +153,22 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
   name: 'trigger',
   schemas: { resource: AdminPointsTriggerSchema, create: createSchema, update: updateSchema },
   parent: requirePointsSystem,
-  async list(deps, { limit, skip }, c) {
+  async list(deps, { limit, skip, ...scope }) {
     const rows = await deps.db
       .select()
       .from(pointsTriggers)
-      .where(and(eq(pointsTriggers.systemId, systemIdOf(c)), isNull(pointsTriggers.deletedAt)))
+      .where(and(eq(pointsTriggers.systemId, systemIdOf(scope)), isNull(pointsTriggers.deletedAt)))
       .orderBy(asc(pointsTriggers.created), asc(pointsTriggers.id))
       .limit(limit)
       .offset(skip);
     const snap = deps.catalog.snapshot;
     return rows.map((t) => showTrigger(snap, t));
   },
-  async get(deps, id, c) {
-    const row = await findTrigger(deps, systemIdOf(c), id);
+  async get(deps, { id, ...scope }) {
+    const row = await findTrigger(deps, systemIdOf(scope), id);
     return row ? showTrigger(deps.catalog.snapshot, row) : null;
   },
-  async create(deps, item, c) {
+  async create(deps, { item, ...scope }) {
     const input = parseItem(createSchema, item);
     checkTypeFields(input.type, input, true);
     const snap = deps.catalog.snapshot;
@@ -192,7 +192,7 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
       .insert(pointsTriggers)
       .values({
         id: newId(),
-        systemId: systemIdOf(c),
+        systemId: systemIdOf(scope),
         type: input.type,
         points: input.points,
         status,
@@ -206,7 +206,7 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
       .returning();
     return showTrigger(snap, row!);
   },
-  async update(deps, item, c) {
+  async update(deps, { item, ...scope }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, [
       'type',
@@ -220,7 +220,7 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
       'timeInterval',
     ]);
     const input = parseItem(updateSchema, item);
-    const current = await findTrigger(deps, systemIdOf(c), input.id);
+    const current = await findTrigger(deps, systemIdOf(scope), input.id);
     if (!current) throw new ItemIssue('Trigger not found');
     const snap = deps.catalog.snapshot;
 
@@ -286,8 +286,8 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
       .returning();
     return showTrigger(snap, row!);
   },
-  async remove(deps, id, c) {
-    if (!(await findTrigger(deps, systemIdOf(c), id))) throw new ItemIssue('Trigger not found');
+  async remove(deps, { id, ...scope }) {
+    if (!(await findTrigger(deps, systemIdOf(scope), id))) throw new ItemIssue('Trigger not found');
     // Soft delete: past awards keep showing the trigger as archived.
     await deps.db
       .update(pointsTriggers)

@@ -3,7 +3,7 @@ import { and, desc, eq, gte, isNotNull } from 'drizzle-orm';
 import type { WebhookEndpointRow } from '../catalog/snapshot';
 import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
-import type { BulkResource } from '../http/routes/admin/bulk';
+import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   parseItem,
@@ -139,11 +139,11 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
     const rows = await listLive(deps, webhookEndpoints, { limit, skip });
     return rows.map((r) => showWebhookEndpoint(r));
   },
-  async get(deps, id) {
+  async get(deps, { id }) {
     const row = await findWebhookEndpoint(deps, id);
     return row ? showWebhookEndpoint(row) : null;
   },
-  async create(deps, item) {
+  async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const now = new Date(deps.clock.now());
     const [row] = await deps.db
@@ -161,7 +161,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
       .returning();
     return showWebhookEndpoint(row!, true);
   },
-  async update(deps, item) {
+  async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
     rejectNulls(raw, ['url', 'eventTypes', 'enabled', 'secret', 'rotateSecret']);
     const input = parseItem(updateSchema, item);
@@ -185,7 +185,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
       .returning();
     return showWebhookEndpoint(row!, newSecret !== undefined);
   },
-  async remove(deps, id) {
+  async remove(deps, { id }) {
     if (!(await findWebhookEndpoint(deps, id))) throw new ItemIssue('Webhook endpoint not found');
     await deps.db
       .update(webhookEndpoints)

@@ -1,5 +1,4 @@
 import { sql } from 'drizzle-orm';
-import type { Context } from 'hono';
 import { achievementsResource } from '../admin/achievements';
 import { attributesResource } from '../admin/attributes';
 import { boostsResource } from '../admin/boosts';
@@ -16,8 +15,7 @@ import { loadSnapshot, type Snapshot } from '../catalog/snapshot';
 import type { Db } from '../db/client';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
-import type { BulkResource } from '../http/routes/admin/bulk';
-import type { AppEnv } from '../http/env';
+import type { BulkResource, Scope } from '../admin/resource';
 import { CONFIG_LOCK, currentActor, serialise, writeAudit } from './audit';
 import type { ConfigDocument, FilterDoc } from './document';
 import {
@@ -193,12 +191,6 @@ function rejectForeign(resource: Resource, raw: Record<string, unknown>, kind: s
     }
   }
 }
-
-/** A context for the nested resources (they read `{systemId}` from the path). */
-const systemCtx = (systemId: string) =>
-  ({
-    req: { param: (n: string) => (n === 'systemId' ? systemId : undefined) },
-  }) as unknown as Context<AppEnv>;
 
 const RESOURCES: Partial<Record<Resource, BulkResource<unknown>>> = {
   attribute: attributesResource,
@@ -488,21 +480,23 @@ class Run {
       return;
     }
     const service = RESOURCES[resource]!;
-    const ctx = item.system
-      ? systemCtx(this.systemId(item.system))
-      : (undefined as unknown as Context<AppEnv>);
+    // The nested resources (triggers, levels, boosts) name their points system.
+    const scope: Scope = item.system ? { systemId: this.systemId(item.system) } : {};
     if (!existing) {
       const value = { ...item.value };
       if (resource === 'leaderboard' && value.status === 'inactive') delete value.status;
       // A locked achievement is created active, then locked (the only way the endpoints allow).
       const lock = resource === 'achievement' && value.status === 'locked';
       if (lock) value.status = 'active';
-      const shown = (await service.create!(this.deps, this.translate(resource, value), ctx)) as {
+      const shown = (await service.create!(this.deps, {
+        ...scope,
+        item: this.translate(resource, value),
+      })) as {
         id: string;
         url?: string;
         secret?: string;
       };
-      if (lock) await service.update!(this.deps, { id: shown.id, status: 'locked' }, ctx);
+      if (lock) await service.update!(this.deps, { ...scope, item: { id: shown.id, status: 'locked' } });
       if (resource === 'webhook endpoint' && shown.secret)
         this.secrets.push({ url: shown.url!, secret: shown.secret });
       return;
@@ -520,15 +514,16 @@ class Run {
       patch.metric = item.value.metric;
       patch.pointsSystem = item.value.pointsSystem;
     }
-    await service.update!(this.deps, { id: existing.id, ...this.translate(resource, patch) }, ctx);
+    await service.update!(this.deps, {
+      ...scope,
+      item: { id: existing.id, ...this.translate(resource, patch) },
+    });
   }
 
   private async remove(item: Item): Promise<void> {
     const service = RESOURCES[item.resource]!;
-    const ctx = item.system
-      ? systemCtx(this.systemId(item.system))
-      : (undefined as unknown as Context<AppEnv>);
-    await service.remove!(this.deps, item.id!, ctx);
+    const scope: Scope = item.system ? { systemId: this.systemId(item.system) } : {};
+    await service.remove!(this.deps, { ...scope, id: item.id! });
   }
 
   // ---------------------------------------------------------------- consequences

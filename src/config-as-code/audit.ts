@@ -6,7 +6,7 @@ import { loadSnapshot } from '../catalog/snapshot';
 import type { Db } from '../db/client';
 import { configChanges } from '../db/schema';
 import type { Deps } from '../deps';
-import type { AppEnv } from '../http/env';
+import type { AppEnv } from '../app-env';
 import { auditItems, diffItems, type ItemChange } from './items';
 
 /**

@@ -4,7 +4,6 @@ import { ItemIssue, pgCode } from '../admin/common';
 import { recordAdminWrite } from '../config-as-code/audit';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
-import type { AppEnv } from '../http/env';
 import { CSRF_FIELD, type DashEnv } from './session';
 import type { FormState, PageCtx } from './ui';
 
@@ -102,9 +101,6 @@ export async function attempt<T>(
     return { ok: false, form: failedForm(err, fields, values) };
   }
 }
-
-/** The admin resources read path parameters and queries from the request context. */
-export const adminCtx = (c: Context<DashEnv>) => c as unknown as Context<AppEnv>;
 
 const FLASH_COOKIE = 'laurel_flash';
 

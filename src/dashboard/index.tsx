@@ -6,7 +6,10 @@ import { verifyApiKey } from '../api-keys';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { formOf, str } from './forms';
-import { mountConfigPages } from './pages/config';
+import { mountAchievementPages } from './pages/achievements';
+import { mountAttributePages } from './pages/attributes';
+import { mountMetricPages } from './pages/metrics';
+import { mountStreakPages } from './pages/streaks';
 import { mountConfigCodePages } from './pages/config-code';
 import { mountImportPages } from './pages/import';
 import { mountConnectPages } from './pages/connect';
@@ -174,7 +177,10 @@ export function dashboardRoutes(deps: Deps) {
 
   mountOverview(app, deps);
   mountUserPages(app, deps);
-  mountConfigPages(app, deps);
+  mountMetricPages(app, deps);
+  mountAttributePages(app, deps);
+  mountAchievementPages(app, deps);
+  mountStreakPages(app, deps);
   mountPointsPages(app, deps);
   mountLeaderboardPages(app, deps);
   mountConnectPages(app, deps);

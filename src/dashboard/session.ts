@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { ApiKeyRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import type { AppEnv } from '../http/env';
+import type { AppEnv } from '../app-env';
 
 /** Variables of a dashboard request: the signed-in admin key and the session's CSRF token. */
 export type DashEnv = { Variables: AppEnv['Variables'] & { csrf: string } };

@@ -4,10 +4,7 @@
 import type { Deps } from '../deps';
 import { isInfrastructureError } from '../errors';
 import { levelChanged, levelOf } from '../engine/levels';
-import type { RedisClient } from '../redis/client';
-import { SCRIPT_NAMES } from '../redis/scripts';
-import type { SchedulerPass } from '../workers/scheduler';
-import type { OutboxEntry } from '../workers/history-writer';
+import type { OutboxEntry } from '../redis/user-script';
 import {
   awards,
   backendErrors,
@@ -17,54 +14,11 @@ import {
   historyWriteDuration,
   historyWritten,
   levelChanges,
-  redisConnectionErrors,
-  redisReconnects,
   schedulerFinalisations,
   schedulerPassDuration,
   schedulerWork,
-  scriptCalls,
-  scriptDuration,
   webhookDeliveries,
 } from './registry';
-
-type ScriptFn = (...args: unknown[]) => Promise<unknown>;
-
-/**
- * Counts the client's connection errors and reconnects, and times every Lua script call (by
- * script and result). Call once per client, after registerScripts: the scripts are the client's
- * own methods, wrapped in place, so call sites stay as they are. Calls queued in a pipeline (the
- * rebuild's) are not counted.
- */
-export function instrumentRedis(redis: RedisClient): void {
-  redis.on('error', () => redisConnectionErrors.inc());
-  redis.on('reconnecting', () => redisReconnects.inc());
-  const methods = redis as unknown as Record<string, ScriptFn>;
-  for (const name of SCRIPT_NAMES) {
-    const call = methods[name];
-    if (typeof call !== 'function') continue;
-    const ok = scriptCalls.labels(name, 'ok');
-    const failed = scriptCalls.labels(name, 'error');
-    const timer = scriptDuration.labels(name);
-    // ioredis copies these methods onto pipelines, where a call queues the command and returns the
-    // pipeline: only a direct call (a promise) is timed.
-    methods[name] = function (this: unknown, ...args: unknown[]) {
-      const start = performance.now();
-      const p = call.apply(this, args);
-      if (!(p instanceof Promise)) return p;
-      p.then(
-        () => {
-          ok.inc();
-          timer.observe((performance.now() - start) / 1000);
-        },
-        () => {
-          failed.inc();
-          timer.observe((performance.now() - start) / 1000);
-        },
-      );
-      return p;
-    };
-  }
-}
 
 /** postgres.js error codes of a lost or refused connection (its own, and Postgres's classes 08 and 57P). */
 const POSTGRES_CODES = /^(CONNECTION_CLOSED|CONNECTION_DESTROYED|CONNECTION_ENDED|CONNECT_TIMEOUT|08|57P0)/;
@@ -137,7 +91,8 @@ export function observeWebhookAttempt(type: string, result: WebhookResult): void
   webhookDeliveries.labels(type, result).inc();
 }
 
-const PASS_KINDS: Array<[keyof SchedulerPass, string]> = [
+/** The work counts of a scheduler pass (SchedulerPass in workers/scheduler.ts) and their `kind` labels. */
+const PASS_KINDS = [
   ['grants', 'grants'],
   ['rollovers', 'rollovers'],
   ['freezeSlots', 'freeze_slots'],
@@ -145,10 +100,13 @@ const PASS_KINDS: Array<[keyof SchedulerPass, string]> = [
   ['runsStarted', 'runs_started'],
   ['runsFinalised', 'runs_finalised'],
   ['boardChanges', 'board_changes'],
-];
+] as const;
+
+/** What a scheduler pass reports (declared here so that metrics do not import the scheduler). */
+export type SchedulerPassCounts = Record<(typeof PASS_KINDS)[number][0], number>;
 
 /** A scheduler pass that completed: its work by kind, finalisations, and its duration. */
-export function observeSchedulerPass(pass: SchedulerPass, ms: number): void {
+export function observeSchedulerPass(pass: SchedulerPassCounts, ms: number): void {
   for (const [field, kind] of PASS_KINDS) if (pass[field]) schedulerWork.labels(kind).inc(pass[field]);
   if (pass.runsFinalised) schedulerFinalisations.inc(pass.runsFinalised);
   schedulerPassDuration.observe(ms / 1000);

@@ -9,8 +9,8 @@ import { leaderboardRankChanges } from '../db/schema';
 import type { Deps } from '../deps';
 import { boardValue, decodeGroup } from '../engine/leaderboards';
 import { runContaining } from '../engine/runs';
-import { userResponse } from '../http/presenters';
-import { leaderboardBase } from '../http/routes/v1/leaderboards';
+import { userResponse } from '../wire/users';
+import { leaderboardBase } from '../wire/leaderboards';
 import { crossSlotPipeline } from '../redis/batch';
 import { anySubscriber, recordWebhookEvents, type WebhookEvent, webhookEventId } from './webhook-events';
 

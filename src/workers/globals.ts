@@ -10,7 +10,7 @@ import type { Deps } from '../deps';
 import { streakExpiry } from '../engine/streak-expiry';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
-import type { OutboxEntry, OutboxRecord } from './history-writer';
+import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 
 /** The first 6 keys of lib/globals.lua (the points totals of each system follow them). */
 export function fixedGlobalKeys(deps: Deps): string[] {

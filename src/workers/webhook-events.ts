@@ -11,18 +11,15 @@ import { decodeGroup, type Ranked, userNames } from '../engine/leaderboards';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { periodIndex } from '../engine/periods';
 import type { Run } from '../engine/runs';
-import {
-  achievementResponse,
-  awardResponse,
-  isoMs,
-  levelOf,
-  levelResponse,
-  streakResponse,
-  systemBase,
-  userResponse,
-} from '../http/presenters';
-import { leaderboardBase } from '../http/routes/v1/leaderboards';
-import type { OutboxEntry, OutboxRecord, RecordHook } from './history-writer';
+import { achievementResponse } from '../wire/achievements';
+import { awardResponse } from '../wire/points';
+import { isoMs } from '../wire/common';
+import { levelOf, levelResponse, systemBase } from '../engine/levels';
+import { streakResponse } from '../wire/streaks';
+import { userResponse } from '../wire/users';
+import { leaderboardBase } from '../wire/leaderboards';
+import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
+import type { RecordHook } from './history-writer';
 
 export type WebhookEventType =
   | 'achievement.completed'

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { AppEnv } from '../../src/http/env';
+import type { AppEnv } from '../../src/app-env';
 import { requestId } from '../../src/http/middleware/request-id';
 
 const app = new Hono<AppEnv>().use('*', requestId).get('/', (c) => c.text(c.get('requestId')));

@@ -12,9 +12,10 @@ import {
 } from '../../admin/webhooks';
 import type { Deps } from '../../deps';
 import { notFound } from '../../errors';
-import { isUuid } from '../../http/routes/admin/bulk';
+import { isUuid } from '../../admin/resource';
 import { redeliver } from '../data';
-import { adminCtx, attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../forms';
+import { attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../forms';
+import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Checkbox,
@@ -33,7 +34,6 @@ import {
   when,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const WEBHOOK_FIELDS = ['url', 'eventTypes', 'description', 'enabled', 'secret'] as const;
 const KEY_FIELDS = ['name', 'kind', 'rateLimitPerSecond'] as const;
 
@@ -79,10 +79,7 @@ async function webhooksPage(
   form: FormState,
   created?: { url: string; secret: string },
 ) {
-  const [rows, health] = await Promise.all([
-    webhooksResource.list(deps, ALL, undefined as never),
-    webhookEndpointHealth(deps),
-  ]);
+  const [rows, health] = await Promise.all([webhooksResource.list(deps, ALL), webhookEndpointHealth(deps)]);
   const chosen = new Set(
     Array.isArray(form.values.eventTypes)
       ? form.values.eventTypes
@@ -283,7 +280,7 @@ async function integrationPage(
   form: FormState,
   created?: { name: string; key: string },
 ) {
-  const rows = await apiKeysResource.list(deps, ALL, undefined as never);
+  const rows = await apiKeysResource.list(deps, ALL);
   return (
     <Layout
       title="Integration"
@@ -390,7 +387,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       description: strOrNull(v.description),
       enabled: str(v.enabled) === 'on',
     };
-    const r = await attempt(deps, () => webhooksResource.create!(deps, item, adminCtx(c)), WEBHOOK_FIELDS, v);
+    const r = await attempt(deps, () => webhooksResource.create!(deps, { item }), WEBHOOK_FIELDS, v);
     if (!r.ok) return c.html(await webhooksPage(deps, pageCtx(c), r.form), 422);
     const secret = (r.value as { secret?: string }).secret ?? '';
     return c.html(await webhooksPage(deps, pageCtx(c), emptyForm(), { url: r.value.url, secret }), 201);
@@ -403,11 +400,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
     const r = await attempt(
       deps,
       () =>
-        webhooksResource.update!(
-          deps,
-          { id: c.req.param('id'), enabled: str(v.enabled) === 'on' },
-          adminCtx(c),
-        ),
+        webhooksResource.update!(deps, { item: { id: c.req.param('id'), enabled: str(v.enabled) === 'on' } }),
       [],
       v,
     );
@@ -415,17 +408,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       ? done(c, '/dashboard/webhooks', `Endpoint ${r.value.enabled ? 'enabled' : 'disabled'}.`)
       : done(c, '/dashboard/webhooks', r.form.formError ?? 'Not changed', 'error');
   });
-  app.post('/webhooks/:id/delete', async (c) => {
-    const r = await attempt(
-      deps,
-      () => webhooksResource.remove!(deps, c.req.param('id'), adminCtx(c)),
-      [],
-      {},
-    );
-    return r.ok
-      ? done(c, '/dashboard/webhooks', 'Endpoint deleted.')
-      : done(c, '/dashboard/webhooks', r.form.formError ?? 'Not deleted', 'error');
-  });
+  mountDelete(app, deps, '/webhooks', webhooksResource, 'Endpoint deleted.');
   app.post('/webhooks/:id/deliveries/:delivery/redeliver', async (c) => {
     const id = c.req.param('id');
     const delivery = c.req.param('delivery');
@@ -445,7 +428,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
       kind: str(v.kind),
       rateLimitPerSecond: num(v.rateLimitPerSecond) ?? null,
     };
-    const r = await attempt(deps, () => apiKeysResource.create!(deps, item, adminCtx(c)), KEY_FIELDS, v);
+    const r = await attempt(deps, () => apiKeysResource.create!(deps, { item }), KEY_FIELDS, v);
     if (!r.ok) return c.html(await integrationPage(deps, pageCtx(c), r.form), 422);
     // Shown once, in this response only: never through a redirect or a cookie.
     return c.html(
@@ -457,12 +440,7 @@ export function mountConnectPages(app: Hono<DashEnv>, deps: Deps): void {
     );
   });
   app.post('/integration/keys/:id/revoke', async (c) => {
-    const r = await attempt(
-      deps,
-      () => apiKeysResource.remove!(deps, c.req.param('id'), adminCtx(c)),
-      [],
-      {},
-    );
+    const r = await attempt(deps, () => apiKeysResource.remove!(deps, { id: c.req.param('id') }), [], {});
     return r.ok
       ? done(c, '/dashboard/integration', 'Key revoked. Requests with it are refused from now on.')
       : done(

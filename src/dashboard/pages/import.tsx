@@ -3,7 +3,7 @@ import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
 import { type AcceptedBatch, acceptBatch, type BatchItem, processBatch } from '../../engine/batch-events';
 import { AppError } from '../../errors';
-import { MAX_BATCH_ITEMS, validateBatch } from '../../http/routes/admin/metric-events';
+import { MAX_BATCH_ITEMS, validateBatch } from '../../wire/metric-event-batch';
 import { done, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
 import { Csrf, Layout, type PageCtx } from '../ui';

@@ -6,7 +6,8 @@ import { decodeGroup, rankingsWindow, runForRead } from '../../engine/leaderboar
 import { runByIndex } from '../../engine/runs';
 import { notFound } from '../../errors';
 import { participantCount, runGroups, userNames } from '../data';
-import { adminCtx, attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Csrf,
@@ -26,7 +27,6 @@ import {
   every,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const FIELDS = [
   'name',
   'key',
@@ -66,7 +66,7 @@ function boardItem(v: Values) {
 const runLabel = (r: { start: string; end: string | null }) => `${r.start} → ${r.end ?? 'open'}`;
 
 async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
-  const rows = await leaderboardsResource.list(deps, ALL, undefined as never);
+  const rows = await leaderboardsResource.list(deps, ALL);
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
   const participants = new Map(
@@ -261,7 +261,7 @@ async function boardPage(
   const snap = deps.catalog.snapshot;
   const board = snap.leaderboardsById.get(id);
   if (!board) throw notFound('Leaderboard not found');
-  const shown = (await leaderboardsResource.get(deps, id, undefined as never))!;
+  const shown = (await leaderboardsResource.get(deps, { id }))!;
   const now = deps.clock.now();
   const current = runForRead(board, now, utcDate(now));
   const run = runDate ? runForRead(board, now, utcDate(now), runDate) : current;
@@ -401,7 +401,7 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
     const v = await formOf(c);
     const r = await attempt(
       deps,
-      () => leaderboardsResource.create!(deps, boardItem(v), adminCtx(c)),
+      () => leaderboardsResource.create!(deps, { item: boardItem(v) }),
       FIELDS,
       v,
     );
@@ -423,7 +423,7 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
     const v = await formOf(c);
     const r = await attempt(
       deps,
-      () => leaderboardsResource.update!(deps, { id: c.req.param('id'), status: str(v.status) }, adminCtx(c)),
+      () => leaderboardsResource.update!(deps, { item: { id: c.req.param('id'), status: str(v.status) } }),
       [],
       v,
     );
@@ -431,15 +431,5 @@ export function mountLeaderboardPages(app: Hono<DashEnv>, deps: Deps): void {
       ? done(c, '/dashboard/leaderboards', `Leaderboard “${r.value.name}” is now ${r.value.status}.`)
       : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not changed', 'error');
   });
-  app.post('/leaderboards/:id/delete', async (c) => {
-    const r = await attempt(
-      deps,
-      () => leaderboardsResource.remove!(deps, c.req.param('id'), adminCtx(c)),
-      [],
-      {},
-    );
-    return r.ok
-      ? done(c, '/dashboard/leaderboards', 'Leaderboard deleted.')
-      : done(c, '/dashboard/leaderboards', r.form.formError ?? 'Not deleted', 'error');
-  });
+  mountDelete(app, deps, '/leaderboards', leaderboardsResource, 'Leaderboard deleted.');
 }

@@ -2,49 +2,22 @@ import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
 import { leaderboardStatus } from '../../engine/leaderboard-status';
 import { BarChart } from '../charts';
-import { webhookEndpointHealth } from '../../admin/webhooks';
-import { achievementCompletions, eventsPerMinute, historyBacklog, recentEvents, userCount } from '../data';
+import { achievementCompletions, eventsPerMinute, recentEvents, userCount } from '../data';
 import { pageCtx } from '../forms';
-import { HealthPanel, readHealth } from '../health-panel';
 import type { DashEnv } from '../session';
+import { readStatus, StatusPanel } from '../status';
 import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
 const MINUTES = 15;
-/** Outbox records older than this mean the history (summaries, wrapped, the dashboard) lags behind. */
-const HISTORY_LAG_WARN_MS = 60_000;
-
-/** Warnings an operator should act on: failing webhook endpoints, a history writer falling behind. */
-async function overviewWarnings(deps: Deps): Promise<Array<{ id: string; text: string; href?: string }>> {
-  const [health, backlog] = await Promise.all([webhookEndpointHealth(deps), historyBacklog(deps)]);
-  const out: Array<{ id: string; text: string; href?: string }> = [];
-  const failing = deps.catalog.snapshot.webhookEndpoints.filter((w) => w.enabled && health.has(w.id));
-  if (failing.length) {
-    const retrying = failing.reduce((n, w) => n + (health.get(w.id)?.retrying ?? 0), 0);
-    out.push({
-      id: 'webhooks',
-      text: `${failing.length === 1 ? '1 webhook endpoint is' : `${failing.length} webhook endpoints are`} failing (${retrying} ${retrying === 1 ? 'delivery' : 'deliveries'} in retry).`,
-      href: '/dashboard/webhooks',
-    });
-  }
-  if (backlog.oldestAgeMs > HISTORY_LAG_WARN_MS) {
-    out.push({
-      id: 'history',
-      text: `History is ${Math.round(backlog.oldestAgeMs / 1000)} s behind: ${backlog.records} ${backlog.records === 1 ? 'record waits' : 'records wait'} in the Redis outbox. Check that a worker process runs and that Postgres is reachable.`,
-    });
-  }
-  return out;
-}
-
 async function overviewPage(deps: Deps, ctx: PageCtx) {
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
-  const [users, perMinute, recent, completions, health, warnings] = await Promise.all([
+  const [users, perMinute, recent, completions, status] = await Promise.all([
     userCount(deps),
     eventsPerMinute(deps, MINUTES),
     recentEvents(deps),
     achievementCompletions(deps),
-    readHealth(deps),
-    overviewWarnings(deps),
+    readStatus(deps),
   ]);
   const topAchievements = snap.achievements
     .map((a) => ({ a, n: completions.get(a.id) ?? 0 }))
@@ -66,11 +39,6 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
   ];
   return (
     <Layout title="Overview" active="/dashboard" ctx={ctx} sub={`As of ${when(now)}`}>
-      {warnings.map((w) => (
-        <div class="flash warn" role="alert" data-warning={w.id}>
-          {w.text} {w.href ? <a href={w.href}>Show</a> : null}
-        </div>
-      ))}
       <div class="stats">
         <Stat label="Users" value={fmt(users)} />
         <Stat
@@ -87,7 +55,7 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
         <Stat label="Points systems" value={fmt(snap.systems.length)} />
         <Stat label="Leaderboards" value={fmt(snap.leaderboards.length)} hint={`${activeBoards} active`} />
       </div>
-      <HealthPanel health={health} />
+      <StatusPanel status={status} />
       {steps.some(([ok]) => !ok) ? (
         <div class="card">
           <h2>Getting started</h2>

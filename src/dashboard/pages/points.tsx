@@ -2,11 +2,13 @@ import type { Context, Hono } from 'hono';
 import { boostsResource } from '../../admin/boosts';
 import { levelsResource } from '../../admin/levels';
 import { pointsSystemsResource, requirePointsSystem } from '../../admin/points-systems';
+import type { BulkResource } from '../../admin/resource';
 import { triggersResource } from '../../admin/triggers';
 import type { Deps } from '../../deps';
 import { BarChart } from '../charts';
 import { pointsHistogram, usersAtLeast } from '../data';
-import { adminCtx, attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
 import {
   Csrf,
@@ -26,7 +28,6 @@ import {
   every,
 } from '../ui';
 
-const ALL = { limit: 1000, skip: 0 };
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
 const TRIGGER_FIELDS = [
   'type',
@@ -43,7 +44,7 @@ const LEVEL_FIELDS = ['name', 'key', 'points', 'description', 'badge'] as const;
 const BOOST_FIELDS = ['name', 'start', 'end', 'multiplier', 'rounding', 'userId'] as const;
 
 async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
-  const rows = await pointsSystemsResource.list(deps, ALL, undefined as never);
+  const rows = await pointsSystemsResource.list(deps, ALL);
   const snap = deps.catalog.snapshot;
   return (
     <Layout
@@ -124,12 +125,12 @@ interface Forms {
 
 async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: Forms) {
   const id = c.req.param('systemId') ?? '';
-  await requirePointsSystem(deps, c);
-  const sys = (await pointsSystemsResource.get(deps, id, adminCtx(c)))!;
+  await requirePointsSystem(deps, { systemId: id });
+  const sys = (await pointsSystemsResource.get(deps, { id }))!;
   const [triggers, levels, boosts, hist] = await Promise.all([
-    triggersResource.list(deps, ALL, adminCtx(c)),
-    levelsResource.list(deps, ALL, adminCtx(c)),
-    boostsResource.list(deps, ALL, adminCtx(c)),
+    triggersResource.list(deps, { ...ALL, systemId: id }),
+    levelsResource.list(deps, { ...ALL, systemId: id }),
+    boostsResource.list(deps, { ...ALL, systemId: id }),
     pointsHistogram(deps, id),
   ]);
   const reached = await Promise.all(levels.map((l) => usersAtLeast(deps, id, l.points)));
@@ -473,12 +474,7 @@ export function mountPointsPages(app: Hono<DashEnv>, deps: Deps): void {
       description: strOrNull(v.description),
       maxPoints: num(v.maxPoints) ?? null,
     };
-    const r = await attempt(
-      deps,
-      () => pointsSystemsResource.create!(deps, item, adminCtx(c)),
-      SYSTEM_FIELDS,
-      v,
-    );
+    const r = await attempt(deps, () => pointsSystemsResource.create!(deps, { item }), SYSTEM_FIELDS, v);
     if (!r.ok) return c.html(await systemsPage(deps, pageCtx(c), r.form), 422);
     return done(
       c,
@@ -496,19 +492,31 @@ export function mountPointsPages(app: Hono<DashEnv>, deps: Deps): void {
     build: (v: Values) => Record<string, unknown>,
     label: string,
   ) => {
-    const resource = { triggers: triggersResource, levels: levelsResource, boosts: boostsResource }[
-      name
-    ] as typeof levelsResource;
+    const resource: BulkResource<unknown> = {
+      triggers: triggersResource,
+      levels: levelsResource,
+      boosts: boostsResource,
+    }[name];
     app.post(`/points/:systemId/${name}`, async (c) => {
-      await requirePointsSystem(deps, c);
+      await requirePointsSystem(deps, { systemId: c.req.param('systemId') });
       const v = await formOf(c);
-      const r = await attempt(deps, () => resource.create!(deps, build(v), adminCtx(c)), fields, v);
+      const r = await attempt(
+        deps,
+        () => resource.create!(deps, { systemId: c.req.param('systemId'), item: build(v) }),
+        fields,
+        v,
+      );
       if (!r.ok) return c.html(await systemPage(deps, c, pageCtx(c), { [form]: r.form }), 422);
       return done(c, `/dashboard/points/${c.req.param('systemId')}`, `${label} added.`);
     });
     app.post(`/points/:systemId/${name}/:id/delete`, async (c) => {
-      await requirePointsSystem(deps, c);
-      const r = await attempt(deps, () => resource.remove!(deps, c.req.param('id'), adminCtx(c)), [], {});
+      await requirePointsSystem(deps, { systemId: c.req.param('systemId') });
+      const r = await attempt(
+        deps,
+        () => resource.remove!(deps, { systemId: c.req.param('systemId'), id: c.req.param('id') }),
+        [],
+        {},
+      );
       const to = `/dashboard/points/${c.req.param('systemId')}`;
       return r.ok
         ? done(c, to, `${label} deleted.`)
@@ -543,12 +551,16 @@ export function mountPointsPages(app: Hono<DashEnv>, deps: Deps): void {
     'Boost',
   );
   app.post('/points/:systemId/triggers/:id/status', async (c) => {
-    await requirePointsSystem(deps, c);
+    await requirePointsSystem(deps, { systemId: c.req.param('systemId') });
     const v = await formOf(c);
     const to = `/dashboard/points/${c.req.param('systemId')}`;
     const r = await attempt(
       deps,
-      () => triggersResource.update!(deps, { id: c.req.param('id'), status: str(v.status) }, adminCtx(c)),
+      () =>
+        triggersResource.update!(deps, {
+          systemId: c.req.param('systemId'),
+          item: { id: c.req.param('id'), status: str(v.status) },
+        }),
       [],
       v,
     );

@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import type { FC } from 'hono/jsx';
+import type { Child, FC } from 'hono/jsx';
 import { parse as parseYaml } from 'yaml';
 import { parseDocument } from '../../config-as-code/document';
 import { exportDocument } from '../../config-as-code/items';
@@ -27,15 +27,15 @@ const statusOf = (r: SimulationRecord) =>
   r.status === 'done' ? 'active' : r.status === 'running' ? 'scheduled' : 'inactive';
 
 /** Two charts (or tables) side by side: current left, draft right. */
-const Sides: FC<{ current: unknown; draft: unknown; title?: string }> = (p) => (
+const Sides: FC<{ current: Child; draft: Child; title?: string }> = (p) => (
   <div class="grid halves">
     <div>
       <div class="sub">{p.title ? `${p.title}: current` : 'Current'}</div>
-      {p.current as never}
+      {p.current}
     </div>
     <div>
       <div class="sub">{p.title ? `${p.title}: draft` : 'Draft'}</div>
-      {p.draft as never}
+      {p.draft}
     </div>
   </div>
 );

@@ -4,7 +4,7 @@ import { leaderboardStatus, utcDate } from '../../engine/leaderboard-status';
 import { runForRead, userHistory, userStanding } from '../../engine/leaderboards';
 import { localDate, periodBounds, periodIndex } from '../../engine/periods';
 import { storedPeriods } from '../../engine/streak-view';
-import { levelOf } from '../../http/presenters';
+import { levelOf } from '../../engine/levels';
 import { LineChart, type StreakCell, StreakStrip } from '../charts';
 import { listUsers, userAwards, userEvents, userState } from '../data';
 import { fromMicros } from '../../engine/decimal';

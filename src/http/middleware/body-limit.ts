@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import { AppError } from '../../errors';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../app-env';
 
 export const tooLarge = (maxSize: number) =>
   new AppError('PAYLOAD_TOO_LARGE', `Request body is larger than ${maxSize} bytes`);

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { ApiKeyKind } from '../../api-keys';
 import type { Deps } from '../../deps';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../app-env';
 import { authenticate } from './auth';
 import { checkBodyLimit } from './body-limit';
 import { browserCheck } from './browser-guard';

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../app-env';
 
 /** This process's share of one key's bucket. */
 interface Lease {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Hono } from 'hono';
 import type { Deps } from '../../deps';
-import type { AppEnv } from '../env';
+import type { AppEnv } from '../../app-env';
 
 /** A readiness probe that cannot answer in this time counts as not ready (Postgres connects wait 30 s). */
 const READY_TIMEOUT_MS = 2000;

@@ -1,35 +1,13 @@
 import type { Context, Hono } from 'hono';
 import { z } from '../../../zod';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
+import { type BulkResource, isUuid, type Scope } from '../../../admin/resource';
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest, notFoundNamed, unprocessable } from '../../../errors';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { queryInt, queryList, readJson } from '../../validate';
-
-/** What a bulk resource implements; the HTTP pattern of admin §1.3 is shared by all of them. */
-export interface BulkResource<Out> {
-  /** Singular name for messages, e.g. "metric". */
-  name: string;
-  /** Schemas for the OpenAPI document. */
-  schemas: { resource: z.ZodType; create: z.ZodType; update: z.ZodType };
-  /** Extra list query parameters, documented (e.g. userId). */
-  listQuery?: z.ZodObject;
-  /** Checks the parent resources named in the path (e.g. `{systemId}` → 404) before anything else. */
-  parent?(deps: Deps, c: Context<AppEnv>): Promise<void>;
-  list(deps: Deps, page: { limit: number; skip: number }, c: Context<AppEnv>): Promise<Out[]>;
-  get(deps: Deps, id: string, c: Context<AppEnv>): Promise<Out | null>;
-  create?(deps: Deps, item: unknown, c: Context<AppEnv>): Promise<Out>;
-  update?(deps: Deps, item: unknown, c: Context<AppEnv>): Promise<Out>;
-  /** Deletes one; throws ItemIssue when it cannot. */
-  remove?(deps: Deps, id: string, c: Context<AppEnv>): Promise<void>;
-  /** Max items of a create array (default 100). */
-  maxItems?: number;
-}
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const isUuid = (s: string) => UUID_RE.test(s);
+import { queryInt, queryList, queryOne, readJson } from '../../validate';
 
 /** Reads a JSON array body of 1..max items: not JSON or not an array → 400; empty or too long → 422. */
 export async function readItems(c: Context, max: number): Promise<unknown[]> {
@@ -53,6 +31,17 @@ export function readPage(c: Context) {
     limit: queryInt(c, 'limit', 10, 1, 100),
     skip: queryInt(c, 'skip', 0, 0, Number.MAX_SAFE_INTEGER),
   };
+}
+
+/** The path parameters of a nested resource's route, e.g. `{ systemId }`. */
+function scopeOf(c: Context, params: string[]): Scope {
+  return Object.fromEntries(params.map((p) => [p, c.req.param(p) ?? '']));
+}
+
+/** The resource's extra list query parameters (`listQuery`), each given at most once. */
+function listQueryOf(c: Context, r: BulkResource<unknown>): Record<string, string | undefined> | undefined {
+  const names = Object.keys(r.listQuery?.shape ?? {});
+  return names.length ? Object.fromEntries(names.map((n) => [n, queryOne(c, n)])) : undefined;
 }
 
 function issueFrom(err: unknown, where: { index?: number; id?: string }): AdminIssue {
@@ -119,8 +108,10 @@ export function mountBulk<Out>(
     },
   });
   app.get(path, async (c) => {
-    await r.parent?.(deps, c);
-    return c.json(await r.list(deps, readPage(c), c));
+    const scope = scopeOf(c, params);
+    await r.parent?.(deps, scope);
+    const page = readPage(c);
+    return c.json(await r.list(deps, { ...page, ...scope, query: listQueryOf(c, r) }));
   });
 
   registry.registerPath({
@@ -135,9 +126,10 @@ export function mountBulk<Out>(
     },
   });
   app.get(`${path}/:id`, async (c) => {
-    await r.parent?.(deps, c);
+    const scope = scopeOf(c, params);
+    await r.parent?.(deps, scope);
     const id = c.req.param('id');
-    const found = isUuid(id) ? await r.get(deps, id, c) : null;
+    const found = isUuid(id) ? await r.get(deps, { ...scope, id }) : null;
     if (!found) throw notFoundNamed(capitalise(r.name), id);
     return c.json(found as object);
   });
@@ -165,14 +157,15 @@ export function mountBulk<Out>(
       },
     });
     app.post(path, async (c) => {
-      await r.parent?.(deps, c);
+      const scope = scopeOf(c, params);
+      await r.parent?.(deps, scope);
       const items = await readItems(c, max);
       const created: Out[] = [];
       const problems: AdminIssue[] = [];
       await recordAdminWrite(deps, async () => {
         for (const [index, item] of items.entries()) {
           try {
-            created.push(await create(deps, item, c));
+            created.push(await create(deps, { ...scope, item }));
           } catch (err) {
             problems.push(issueFrom(err, { index }));
           }
@@ -205,7 +198,8 @@ export function mountBulk<Out>(
       },
     });
     app.patch(path, async (c) => {
-      await r.parent?.(deps, c);
+      const scope = scopeOf(c, params);
+      await r.parent?.(deps, scope);
       const items = await readItems(c, 100);
       const updated: Out[] = [];
       const problems: AdminIssue[] = [];
@@ -215,7 +209,7 @@ export function mountBulk<Out>(
             typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
           try {
             if (!id) throw new ItemIssue('id is required');
-            updated.push(await update(deps, item, c));
+            updated.push(await update(deps, { ...scope, item }));
           } catch (err) {
             problems.push(issueFrom(err, id ? { index, id } : { index }));
           }
@@ -250,7 +244,8 @@ export function mountBulk<Out>(
       },
     });
     app.delete(path, async (c) => {
-      await r.parent?.(deps, c);
+      const scope = scopeOf(c, params);
+      await r.parent?.(deps, scope);
       const ids = readIds(c);
       const deleted: { id: string }[] = [];
       const problems: AdminIssue[] = [];
@@ -258,7 +253,7 @@ export function mountBulk<Out>(
         for (const id of ids) {
           try {
             if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
-            await remove(deps, id, c);
+            await remove(deps, { ...scope, id });
             deleted.push({ id });
           } catch (err) {
             problems.push(issueFrom(err, { id }));

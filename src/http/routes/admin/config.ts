@@ -8,7 +8,7 @@ import { exportDocument } from '../../../config-as-code/items';
 import type { Deps } from '../../../deps';
 import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { readBody } from '../../middleware/body-limit';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { readJson } from '../../validate';

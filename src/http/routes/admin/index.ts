@@ -10,7 +10,7 @@ import { metricsResource } from '../../../admin/metrics';
 import { pointsSystemsResource } from '../../../admin/points-systems';
 import { triggersResource } from '../../../admin/triggers';
 import type { Deps } from '../../../deps';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { mountBulk } from './bulk';
 import { mountConfig } from './config';

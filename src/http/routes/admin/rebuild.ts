@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { Deps } from '../../../deps';
 import { type RebuildSummary, rebuildState } from '../../../rebuild/rebuild';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 
 const SummarySchema = z.object({

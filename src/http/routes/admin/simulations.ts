@@ -12,10 +12,11 @@ import {
   TooManySimulations,
 } from '../../../simulations/runs';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { parseWith, readJson } from '../../validate';
-import { isUuid } from './bulk';
+import { parseWith } from '../../../wire/parse';
+import { readJson } from '../../validate';
+import { isUuid } from '../../../admin/resource';
 
 const error = (description: string) => ({
   description,

@@ -4,7 +4,7 @@ import { addDays, isValidTimeZone, localDate, periodIndex } from '../../../engin
 import { runUserOp } from '../../../engine/user-op';
 import { AppError, badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { readJson } from '../../validate';
 

@@ -10,10 +10,11 @@ import {
 import type { Deps } from '../../../deps';
 import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne, readJson } from '../../validate';
-import { isUuid, readIds, readPage } from './bulk';
+import { isUuid } from '../../../admin/resource';
+import { readIds, readPage } from './bulk';
 
 const error = (description: string) => ({
   description,

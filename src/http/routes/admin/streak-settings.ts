@@ -9,9 +9,10 @@ import {
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest } from '../../../errors';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { parseWith, readJson } from '../../validate';
+import { parseWith } from '../../../wire/parse';
+import { readJson } from '../../validate';
 
 const error = (description: string) => ({
   description,

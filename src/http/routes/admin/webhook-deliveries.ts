@@ -9,10 +9,11 @@ import {
 import type { Deps } from '../../../deps';
 import { notFoundNamed, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
 import { queryOne } from '../../validate';
-import { isUuid, readPage } from './bulk';
+import { isUuid } from '../../../admin/resource';
+import { readPage } from './bulk';
 import { redeliver } from '../../../workers/webhooks';
 
 const error = (description: string) => ({

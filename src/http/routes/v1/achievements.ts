@@ -6,12 +6,14 @@ import { runUserOp } from '../../../engine/user-op';
 import { achievementStats, completionOf, loadUser, profileAttributes } from '../../../engine/user-reads';
 import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { achievementResponse, attributeFilters } from '../../presenters';
-import { checkTimeZone, toUserInput, UpsertedUserSchema } from '../../schemas/user';
-import { parseWith, queryAttributeFilter, queryOne, readJson, userIdParam } from '../../validate';
-import { completedAchievements, pointsMap } from './events';
+import { achievementResponse } from '../../../wire/achievements';
+import { attributeFilters } from '../../../wire/common';
+import { checkTimeZone, toUserInput, UpsertedUserSchema } from '../../../wire/user-input';
+import { parseWith } from '../../../wire/parse';
+import { queryAttributeFilter, queryOne, readJson, userIdParam } from '../../validate';
+import { completedAchievements, pointsMap } from '../../../wire/event-response';
 
 export const AchievementsCompleteRequestSchema = z
   .object({ user: UpsertedUserSchema })

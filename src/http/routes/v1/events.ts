@@ -1,30 +1,23 @@
 import type { Context } from 'hono';
-import type { Snapshot } from '../../../catalog/snapshot';
 import type { Deps } from '../../../deps';
 import { toMicros } from '../../../engine/decimal';
-import { runUserOp, type UserOpResult } from '../../../engine/user-op';
+import { runUserOp } from '../../../engine/user-op';
 import { badRequest, notFound, unprocessable } from '../../../errors';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import {
-  achievementResponse,
-  awardResponse,
-  levelOf,
-  levelResponse,
-  metricTotal,
-  streakResponse,
-  systemBase,
-} from '../../presenters';
+import { completedAchievements, leaderboardEntries, pointsMap } from '../../../wire/event-response';
+import { metricTotal } from '../../../wire/metrics';
+import { streakResponse } from '../../../wire/streaks';
 import {
   checkAttributeKeys,
   checkTimeZone,
   EventAttributesSchema,
   toUserInput,
   UpsertedUserSchema,
-} from '../../schemas/user';
-import { parseWith, readJson } from '../../validate';
+} from '../../../wire/user-input';
+import { parseWith } from '../../../wire/parse';
+import { readJson } from '../../validate';
 import { z } from '../../../zod';
-import { leaderboardEntries } from './leaderboard-entries';
 
 export const MetricsEventRequestSchema = z
   .object({
@@ -40,38 +33,6 @@ export const MetricsEventRequestSchema = z
     attributes: EventAttributesSchema.nullish(),
   })
   .openapi('MetricsEventRequest');
-
-/** Builds the `points` map of an event or completion response. */
-export function pointsMap(snap: Snapshot, r: UserOpResult) {
-  const out: Record<string, unknown> = {};
-  for (const p of r.points) {
-    const sys = snap.systemsById.get(p.sys);
-    if (!sys) continue;
-    // The levels at commit, from the script (semantics §5.11: a new user had none before).
-    const before = p.lb !== undefined ? p.lb || null : levelOf(sys, p.total - p.added);
-    const after = p.la !== undefined ? p.la || null : levelOf(sys, p.total);
-    const entry: Record<string, unknown> = {
-      ...systemBase(sys),
-      total: p.total,
-      added: p.added,
-      awards: [...p.awards].reverse().map((a) => awardResponse(snap, sys, a, r.localDate)),
-    };
-    if ((before?.id ?? null) !== (after?.id ?? null)) entry.level = after ? levelResponse(after) : null;
-    else if (p.awards.length === 0) continue;
-    out[sys.key] = entry;
-  }
-  return out;
-}
-
-/** Achievements completed by an op, in completion order. */
-export function completedAchievements(snap: Snapshot, r: UserOpResult) {
-  return r.completions
-    .map((c) => {
-      const a = snap.achievementsById.get(c.id);
-      return a ? achievementResponse(snap, a, c.at) : null;
-    })
-    .filter((a) => a !== null);
-}
 
 /** POST /v1/metrics/{key}/event and its /api alias. */
 export function recordEventHandler(deps: Deps) {

@@ -1,6 +1,6 @@
 import { Hono, type Handler } from 'hono';
 import type { Deps } from '../../../deps';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import type { OpenAPIRegistry } from '../../openapi';
 import { documentEvents, recordEventHandler } from './events';
 import { mountLeaderboards } from './leaderboards';

@@ -5,9 +5,9 @@ import { fromMicros } from '../../../engine/decimal';
 import { completionOf, loadUser, type UserState } from '../../../engine/user-reads';
 import { notFound } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { achievementResponse } from '../../presenters';
+import { achievementResponse } from '../../../wire/achievements';
 import { userIdParam } from '../../validate';
 
 /** MetricResponse: the user's total and the metric's active achievements plus locked ones the user completed. */

@@ -8,17 +8,11 @@ import { levelSummary, pointsHistogram, userPoints } from '../../../engine/point
 import { loadUser, profileAttributes, profileTz } from '../../../engine/user-reads';
 import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import {
-  attributeFilters,
-  awardResponse,
-  boostResponse,
-  levelOf,
-  levelResponse,
-  systemBase,
-  triggerResponse,
-} from '../../presenters';
+import { attributeFilters } from '../../../wire/common';
+import { awardResponse, boostResponse, triggerResponse } from '../../../wire/points';
+import { levelOf, levelResponse, systemBase } from '../../../engine/levels';
 import { queryAttributeFilter, queryBool, queryInt, userIdParam } from '../../validate';
 
 function system(snap: Snapshot, key: string): PointsSystemConfig {

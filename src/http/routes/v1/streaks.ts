@@ -11,9 +11,10 @@ import { streakHistory } from '../../../engine/streak-view';
 import { loadUser } from '../../../engine/user-reads';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { isoMs, streakResponse } from '../../presenters';
+import { isoMs } from '../../../wire/common';
+import { streakResponse } from '../../../wire/streaks';
 import { queryInt, queryList, queryOne, userIdParam } from '../../validate';
 
 /** Streak reads (application-api §6.7, #14, #19, #20). */

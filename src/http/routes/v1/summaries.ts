@@ -6,11 +6,12 @@ import type { SummaryAggregation } from '../../../engine/summary-buckets';
 import { type WrappedPeriodData, wrapped } from '../../../engine/wrapped';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { achievementResponse, userResponse } from '../../presenters';
+import { achievementResponse } from '../../../wire/achievements';
+import { userResponse } from '../../../wire/users';
 import { queryDate, queryInt, queryOne } from '../../validate';
-import { leaderboardBase } from './leaderboards';
+import { leaderboardBase } from '../../../wire/leaderboards';
 
 const AGGREGATIONS = ['daily', 'weekly', 'monthly'] as const;
 

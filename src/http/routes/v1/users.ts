@@ -4,11 +4,12 @@ import { runUserOp } from '../../../engine/user-op';
 import { loadUser } from '../../../engine/user-reads';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../env';
+import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
-import { NOTIFICATION_TYPES, notificationPreferences, userResponse } from '../../presenters';
-import { checkTimeZone, toUserInput, UpdatedUserSchema, UpsertedUserSchema } from '../../schemas/user';
-import { parseWith, readJson, userIdParam } from '../../validate';
+import { NOTIFICATION_TYPES, notificationPreferences, userResponse } from '../../../wire/users';
+import { checkTimeZone, toUserInput, UpdatedUserSchema, UpsertedUserSchema } from '../../../wire/user-input';
+import { parseWith } from '../../../wire/parse';
+import { readJson, userIdParam } from '../../validate';
 
 const channels = z.array(z.string()).nullish();
 

@@ -1,7 +1,12 @@
 import type { FC } from 'hono/jsx';
+import { webhookEndpointHealth } from '../admin/webhooks';
 import type { Deps } from '../deps';
 import { collectState, webhookFailuresLastHour } from '../metrics/collect';
+import { historyBacklog } from './data';
 import { fmt } from './ui';
+
+// The overview's status: whether history, webhooks and the scheduler keep up, each signal once,
+// with what to do where the operator should act (a failing webhook endpoint, history behind).
 
 /** Thresholds of the "behind" state: the same as deploy/prometheus/alerts.yml. */
 export const HEALTH_LIMITS = {
@@ -12,17 +17,25 @@ export const HEALTH_LIMITS = {
 
 type State = 'ok' | 'behind' | 'unknown';
 
-export interface HealthSignal {
+/** Something the operator should act on, shown with the signal it explains. */
+export interface StatusAction {
+  id: string;
+  text: string;
+  href?: string;
+}
+
+export interface StatusSignal {
   id: string;
   label: string;
   value: string;
   state: State;
   hint: string;
+  action?: StatusAction;
 }
 
-export interface Health {
+export interface Status {
   behind: boolean;
-  signals: HealthSignal[];
+  signals: StatusSignal[];
 }
 
 function duration(seconds: number): string {
@@ -32,27 +45,53 @@ function duration(seconds: number): string {
   return `${Math.round(seconds / 3600)} h`;
 }
 
+/** Failing webhook endpoints (a delivery in retry), read now: the webhook-failures signal's action. */
+async function webhooksAction(deps: Deps): Promise<StatusAction | undefined> {
+  const health = await webhookEndpointHealth(deps);
+  const failing = deps.catalog.snapshot.webhookEndpoints.filter((w) => w.enabled && health.has(w.id));
+  if (!failing.length) return undefined;
+  const retrying = failing.reduce((n, w) => n + (health.get(w.id)?.retrying ?? 0), 0);
+  return {
+    id: 'webhooks',
+    text: `${failing.length === 1 ? '1 webhook endpoint is' : `${failing.length} webhook endpoints are`} failing (${retrying} ${retrying === 1 ? 'delivery' : 'deliveries'} in retry).`,
+    href: '/dashboard/webhooks',
+  };
+}
+
+/** The outbox's oldest record, read now (not the second-old shared state): the history-lag signal's action. */
+async function historyAction(deps: Deps): Promise<StatusAction | undefined> {
+  const backlog = await historyBacklog(deps);
+  if (backlog.oldestAgeMs <= HEALTH_LIMITS.historyLagSeconds * 1000) return undefined;
+  return {
+    id: 'history',
+    text: `History is ${Math.round(backlog.oldestAgeMs / 1000)} s behind: ${backlog.records} ${backlog.records === 1 ? 'record waits' : 'records wait'} in the Redis outbox. Check that a worker process runs and that Postgres is reachable.`,
+  };
+}
+
 /**
- * The overview's health signals (the same reads as the scrape-time gauges of /metrics, at most a
+ * The overview's status signals (the same reads as the scrape-time gauges of /metrics, at most a
  * second old): history lag, outbox backlog, webhook failures in the past hour, scheduler lateness, and
- * whether Redis and Postgres answer.
+ * whether Redis and Postgres answer. A signal with an action (read now) is behind.
  */
-export async function readHealth(deps: Deps): Promise<Health> {
-  const [s, failures] = await Promise.all([
+export async function readStatus(deps: Deps): Promise<Status> {
+  const [s, failures, webhooks, history] = await Promise.all([
     collectState(deps, 1000),
     webhookFailuresLastHour(deps).catch(() => null),
+    webhooksAction(deps),
+    historyAction(deps),
   ]);
   const lag = s.outbox ? Math.max(0, ...s.outbox.oldestAge) : null;
   const backlog = s.outbox ? s.outbox.backlog.reduce((a, b) => a + b, 0) : null;
   const lateness = s.scheduler ? Math.max(0, ...s.scheduler.queues.map((q) => q.latenessSeconds)) : null;
   const due = s.scheduler ? s.scheduler.queues.reduce((n, q) => n + q.due, 0) : null;
-  const signals: HealthSignal[] = [
+  const signals: StatusSignal[] = [
     {
       id: 'history-lag',
       label: 'History lag',
       value: lag === null ? '–' : duration(lag),
       state: lag === null ? 'unknown' : lag > HEALTH_LIMITS.historyLagSeconds ? 'behind' : 'ok',
       hint: 'oldest event not yet in the Postgres history',
+      action: history,
     },
     {
       id: 'outbox-backlog',
@@ -67,6 +106,7 @@ export async function readHealth(deps: Deps): Promise<Health> {
       value: failures === null ? '–' : fmt(failures),
       state: failures === null ? 'unknown' : failures > 0 ? 'behind' : 'ok',
       hint: `failed attempts, last hour${s.webhooks ? `; ${fmt(s.webhooks.pending)} pending` : ''}`,
+      action: webhooks,
     },
     {
       id: 'scheduler-lateness',
@@ -84,6 +124,7 @@ export async function readHealth(deps: Deps): Promise<Health> {
       hint: 'answered the last probe',
     },
   ];
+  for (const x of signals) if (x.action) x.state = 'behind';
   return { behind: signals.some((x) => x.state !== 'ok'), signals };
 }
 
@@ -93,31 +134,37 @@ const STATE_BADGE: Record<State, [string, string]> = {
   unknown: ['inactive', 'unknown'],
 };
 
-/** The health card of the overview: a one-line verdict, then each signal with its state. */
-export const HealthPanel: FC<{ health: Health }> = ({ health }) => {
-  const behind = health.signals.filter((s) => s.state !== 'ok');
+/** The status card of the overview: a one-line verdict, then each signal with its state and action. */
+export const StatusPanel: FC<{ status: Status }> = ({ status }) => {
+  const behind = status.signals.filter((s) => s.state !== 'ok');
   return (
-    <div class="card" id="health" data-state={health.behind ? 'behind' : 'ok'}>
+    <div class="card" id="health" data-state={status.behind ? 'behind' : 'ok'}>
       <h2>Health</h2>
       <p
         style={`margin:0 0 12px;padding:8px 12px;border-radius:8px;font-weight:600;${
-          health.behind
+          status.behind
             ? 'background:var(--danger-soft);color:var(--danger)'
             : 'background:var(--brand-soft);color:var(--brand)'
         }`}
       >
-        {health.behind
+        {status.behind
           ? `Behind: ${behind.map((s) => `${s.label.toLowerCase()} ${s.value}`).join(', ')}`
           : 'All caught up: history, webhooks and the scheduler keep up.'}
       </p>
       <div class="stats">
-        {health.signals.map((s) => (
+        {status.signals.map((s) => (
           <div class="stat" data-signal={s.id} data-state={s.state}>
             <div class="l">
               {s.label} <span class={`badge ${STATE_BADGE[s.state][0]}`}>{STATE_BADGE[s.state][1]}</span>
             </div>
             <div class="v">{s.value}</div>
-            <div class="h">{s.hint}</div>
+            {s.action ? (
+              <div class="h" role="alert" data-warning={s.action.id}>
+                {s.action.text} {s.action.href ? <a href={s.action.href}>Show</a> : null}
+              </div>
+            ) : (
+              <div class="h">{s.hint}</div>
+            )}
           </div>
         ))}
       </div>

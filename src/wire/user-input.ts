@@ -1,8 +1,8 @@
-import type { Snapshot } from '../../catalog/snapshot';
-import type { UserInput } from '../../engine/user-op';
-import { isValidTimeZone } from '../../engine/periods';
-import { invalidAttributeKeys, unprocessable } from '../../errors';
-import { z } from '../../zod';
+import type { Snapshot } from '../catalog/snapshot';
+import type { UserInput } from '../engine/user-op';
+import { isValidTimeZone } from '../engine/periods';
+import { invalidAttributeKeys, unprocessable } from '../errors';
+import { z } from '../zod';
 
 /** Attribute maps of a user or an event: at most 100 keys of at most 100 characters (configured keys never are longer). */
 export const MAX_ATTRIBUTES = 100;

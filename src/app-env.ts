@@ -1,4 +1,4 @@
-import type { ApiKeyRow } from '../catalog/snapshot';
+import type { ApiKeyRow } from './catalog/snapshot';
 
 /** Variables every route can read from the Hono context. */
 export type AppEnv = {

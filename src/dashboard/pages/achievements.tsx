@@ -1,0 +1,249 @@
+import type { Hono } from 'hono';
+import { achievementsResource } from '../../admin/achievements';
+import type { Deps } from '../../deps';
+import { achievementCompletions, userCount } from '../data';
+import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
+import type { DashEnv } from '../session';
+import { ALL, mountDelete } from '../resource-pages';
+import {
+  Checkbox,
+  Csrf,
+  Empty,
+  emptyForm,
+  FormError,
+  fmt,
+  Input,
+  Layout,
+  type PageCtx,
+  PostButton,
+  Select,
+  Status,
+  TextArea,
+  type FormState,
+} from '../ui';
+
+const ACHIEVEMENT_FIELDS = [
+  'name',
+  'key',
+  'trigger',
+  'metricId',
+  'metricValue',
+  'streakLength',
+  'achievementIds',
+  'description',
+  'badge',
+  'status',
+] as const;
+
+function achievementItem(v: Values) {
+  const trigger = str(v.trigger);
+  const item: Record<string, unknown> = {
+    name: str(v.name),
+    key: str(v.key),
+    trigger,
+    description: strOrNull(v.description),
+    status: checked(v.activate) ? 'active' : 'inactive',
+  };
+  const badge = str(v.badge);
+  if (badge) item.badge = { url: badge };
+  if (trigger === 'metric') {
+    item.metricId = str(v.metricId);
+    item.metricValue = num(v.metricValue);
+  }
+  if (trigger === 'streak') item.streakLength = num(v.streakLength);
+  if (trigger === 'achievement') item.achievementIds = list(v.achievementIds);
+  return item;
+}
+
+async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
+  const [rows, users, completions] = await Promise.all([
+    achievementsResource.list(deps, ALL),
+    userCount(deps),
+    achievementCompletions(deps),
+  ]);
+  const snap = deps.catalog.snapshot;
+  const requirement = (a: (typeof rows)[number]) => {
+    if (a.trigger === 'metric') {
+      const m = a.metricId ? snap.metricsById.get(a.metricId) : undefined;
+      return `Reach ${fmt(a.metricValue)}${m?.units ? ` ${m.units}` : ''} in ${m?.name ?? 'a deleted metric'}`;
+    }
+    if (a.trigger === 'streak') return `${a.streakLength}-period streak`;
+    if (a.trigger === 'achievement')
+      return `Complete ${(a.achievementIds ?? []).map((id) => snap.achievementsById.get(id)?.name ?? '?').join(', ')}`;
+    return 'Completed through the API';
+  };
+  const metricOptions = snap.metrics.map((m) => [m.id, m.name] as [string, string]);
+  return (
+    <Layout
+      title="Achievements"
+      active="/dashboard/achievements"
+      ctx={ctx}
+      sub="Milestones users complete; rarity is the share of all users who completed one."
+    >
+      <div class="card">
+        <h2>Achievements</h2>
+        {rows.length ? (
+          <table>
+            <thead>
+              <tr>
+                <th>Achievement</th>
+                <th>Requirement</th>
+                <th>Status</th>
+                <th class="num">Completions</th>
+                <th>Rarity</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((a) => {
+                const done = completions.get(a.id) ?? a.completions;
+                const pct = users ? (100 * done) / users : 0;
+                return (
+                  <tr>
+                    <td>
+                      <strong>{a.name}</strong>
+                      <div class="sub">
+                        <code>{a.key}</code>
+                      </div>
+                    </td>
+                    <td>{requirement(a)}</td>
+                    <td>
+                      <Status s={a.status} />
+                    </td>
+                    <td class="num">{fmt(done)}</td>
+                    <td>
+                      <span class="bar">
+                        <span style={`width:${Math.min(100, pct).toFixed(1)}%`} />
+                      </span>
+                      {users ? `${pct.toFixed(1)}%` : '–'}
+                    </td>
+                    <td>
+                      <div class="actions">
+                        {a.status === 'inactive' ? (
+                          <PostButton
+                            action={`/dashboard/achievements/${a.id}/status`}
+                            csrf={ctx.csrf}
+                            label="Activate"
+                            fields={{ status: 'active' }}
+                          />
+                        ) : null}
+                        {a.status === 'active' ? (
+                          <PostButton
+                            action={`/dashboard/achievements/${a.id}/status`}
+                            csrf={ctx.csrf}
+                            label="Lock"
+                            fields={{ status: 'locked' }}
+                          />
+                        ) : null}
+                        {a.status === 'locked' ? (
+                          <PostButton
+                            action={`/dashboard/achievements/${a.id}/status`}
+                            csrf={ctx.csrf}
+                            label="Unlock"
+                            fields={{ status: 'active' }}
+                          />
+                        ) : null}
+                        <PostButton
+                          action={`/dashboard/achievements/${a.id}/delete`}
+                          csrf={ctx.csrf}
+                          label="Delete"
+                          kind="danger"
+                        />
+                      </div>
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        ) : (
+          <Empty>No achievements yet.</Empty>
+        )}
+      </div>
+      <div class="card">
+        <h2>New achievement</h2>
+        <form method="post" action="/dashboard/achievements" class="stack" id="achievement-form">
+          <Csrf token={ctx.csrf} />
+          <FormError form={form} />
+          <div class="row">
+            <Input form={form} name="name" label="Name" placeholder="Ten lessons" />
+            <Input form={form} name="key" label="Key" placeholder="ten-lessons" />
+            <Select
+              form={form}
+              name="trigger"
+              label="Completed when"
+              options={[
+                ['metric', 'A metric total is reached'],
+                ['streak', 'A streak length is reached'],
+                ['achievement', 'Other achievements are completed'],
+                ['api', 'The API completes it'],
+              ]}
+            />
+          </div>
+          <div class="row">
+            <Select
+              form={form}
+              name="metricId"
+              label="Metric (metric trigger)"
+              options={metricOptions}
+              blank="Choose a metric"
+            />
+            <Input form={form} name="metricValue" label="Total to reach" type="text" placeholder="10" />
+            <Input
+              form={form}
+              name="streakLength"
+              label="Streak length (streak trigger)"
+              type="text"
+              placeholder="7"
+            />
+          </div>
+          <Select
+            form={form}
+            name="achievementIds"
+            label="Prerequisites (achievement trigger)"
+            multiple
+            options={snap.achievements.map((a) => [a.id, a.name] as [string, string])}
+          />
+          <div class="row">
+            <TextArea form={form} name="description" label="Description" />
+            <Input form={form} name="badge" label="Badge URL" placeholder="https://…" />
+          </div>
+          <Checkbox
+            form={form}
+            name="activate"
+            label="Activate now (completes it for users who already qualify)"
+          />
+          <div>
+            <button type="submit">Create achievement</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+export function mountAchievementPages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/achievements', async (c) =>
+    c.html(await achievementsPage(deps, pageCtx(c), emptyForm({ trigger: 'metric' }))),
+  );
+  app.post('/achievements', async (c) => {
+    const v = await formOf(c);
+    const r = await attempt(
+      deps,
+      () => achievementsResource.create!(deps, { item: achievementItem(v) }),
+      ACHIEVEMENT_FIELDS,
+      v,
+    );
+    if (!r.ok) return c.html(await achievementsPage(deps, pageCtx(c), r.form), 422);
+    return done(c, '/dashboard/achievements', `Achievement “${r.value.name}” created.`);
+  });
+  app.post('/achievements/:id/status', async (c) => {
+    const v = await formOf(c);
+    const item = { id: c.req.param('id'), status: str(v.status) };
+    const r = await attempt(deps, () => achievementsResource.update!(deps, { item }), [], v);
+    return r.ok
+      ? done(c, '/dashboard/achievements', `Achievement “${r.value.name}” is now ${r.value.status}.`)
+      : done(c, '/dashboard/achievements', r.form.formError ?? 'Not changed', 'error');
+  });
+  mountDelete(app, deps, '/achievements', achievementsResource, 'Achievement deleted.');
+}

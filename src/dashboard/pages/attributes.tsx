@@ -1,0 +1,106 @@
+import type { Hono } from 'hono';
+import { attributesResource } from '../../admin/attributes';
+import type { Deps } from '../../deps';
+import { attempt, done, formOf, pageCtx, str } from '../forms';
+import type { DashEnv } from '../session';
+import { ALL, mountDelete } from '../resource-pages';
+import {
+  Csrf,
+  Empty,
+  emptyForm,
+  FormError,
+  Input,
+  Layout,
+  type PageCtx,
+  PostButton,
+  Select,
+  type FormState,
+} from '../ui';
+
+const ATTRIBUTE_FIELDS = ['name', 'key', 'type'] as const;
+
+async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
+  const rows = await attributesResource.list(deps, ALL);
+  return (
+    <Layout
+      title="Attributes"
+      active="/dashboard/attributes"
+      ctx={ctx}
+      sub="User attributes filter features and split leaderboards; event attributes filter by event."
+    >
+      <div class="grid two">
+        <div class="card">
+          <h2>Attributes</h2>
+          {rows.length ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Key</th>
+                  <th>Type</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((a) => (
+                  <tr>
+                    <td>{a.name}</td>
+                    <td>
+                      <code>{a.key}</code>
+                    </td>
+                    <td>
+                      <span class="badge">{a.type}</span>
+                    </td>
+                    <td class="num">
+                      <PostButton
+                        action={`/dashboard/attributes/${a.id}/delete`}
+                        csrf={ctx.csrf}
+                        label="Delete"
+                        kind="danger"
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No attributes yet.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>New attribute</h2>
+          <form method="post" action="/dashboard/attributes" class="stack">
+            <Csrf token={ctx.csrf} />
+            <FormError form={form} />
+            <Input form={form} name="name" label="Name" placeholder="Plan" />
+            <Input form={form} name="key" label="Key" placeholder="plan" />
+            <Select
+              form={form}
+              name="type"
+              label="Type"
+              options={[
+                ['user', 'User attribute'],
+                ['event', 'Event attribute'],
+              ]}
+            />
+            <div>
+              <button type="submit">Create attribute</button>
+            </div>
+          </form>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+export function mountAttributePages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/attributes', async (c) => c.html(await attributesPage(deps, pageCtx(c), emptyForm())));
+  app.post('/attributes', async (c) => {
+    const v = await formOf(c);
+    const item = { name: str(v.name), key: str(v.key), type: str(v.type) };
+    const r = await attempt(deps, () => attributesResource.create!(deps, { item }), ATTRIBUTE_FIELDS, v);
+    if (!r.ok) return c.html(await attributesPage(deps, pageCtx(c), r.form), 422);
+    return done(c, '/dashboard/attributes', `Attribute “${r.value.name}” created.`);
+  });
+  mountDelete(app, deps, '/attributes', attributesResource, 'Attribute deleted.');
+}

@@ -1,0 +1,115 @@
+import type { Hono } from 'hono';
+import { metricsResource } from '../../admin/metrics';
+import type { Deps } from '../../deps';
+import { attempt, done, formOf, pageCtx, str, strOrNull } from '../forms';
+import type { DashEnv } from '../session';
+import { ALL, mountDelete } from '../resource-pages';
+import {
+  Csrf,
+  Empty,
+  emptyForm,
+  FormError,
+  Input,
+  Layout,
+  type PageCtx,
+  PostButton,
+  Select,
+  type FormState,
+} from '../ui';
+
+const METRIC_FIELDS = ['name', 'key', 'unitType', 'units'] as const;
+
+async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
+  const rows = await metricsResource.list(deps, ALL);
+  return (
+    <Layout
+      title="Metrics"
+      active="/dashboard/metrics"
+      ctx={ctx}
+      sub="What your application reports: each event adds a value to a user's total."
+    >
+      <div class="grid two">
+        <div class="card">
+          <h2>Metrics</h2>
+          {rows.length ? (
+            <table>
+              <thead>
+                <tr>
+                  <th>Name</th>
+                  <th>Key</th>
+                  <th>Units</th>
+                  <th>Created</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((m) => (
+                  <tr>
+                    <td>{m.name}</td>
+                    <td>
+                      <code>{m.key}</code>
+                    </td>
+                    <td>{m.unitType === 'currency' ? `${m.units} (currency)` : (m.units ?? '–')}</td>
+                    <td>{m.created.slice(0, 10)}</td>
+                    <td class="num">
+                      <PostButton
+                        action={`/dashboard/metrics/${m.id}/delete`}
+                        csrf={ctx.csrf}
+                        label="Delete"
+                        kind="danger"
+                      />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <Empty>No metrics yet. Create the first one to start recording events.</Empty>
+          )}
+        </div>
+        <div class="card">
+          <h2>New metric</h2>
+          <form method="post" action="/dashboard/metrics" class="stack" id="metric-form">
+            <Csrf token={ctx.csrf} />
+            <FormError form={form} />
+            <Input form={form} name="name" label="Name" placeholder="Lessons completed" />
+            <Input
+              form={form}
+              name="key"
+              label="Key"
+              placeholder="lessons"
+              hint="Used in the API path: letters, digits, _ and -"
+            />
+            <div class="row">
+              <Select
+                form={form}
+                name="unitType"
+                label="Unit type"
+                options={[
+                  ['number', 'Number'],
+                  ['currency', 'Currency'],
+                ]}
+              />
+              <Input form={form} name="units" label="Units" placeholder="lessons, USD…" />
+            </div>
+            <div>
+              <button type="submit">Create metric</button>
+            </div>
+          </form>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+export function mountMetricPages(app: Hono<DashEnv>, deps: Deps): void {
+  app.get('/metrics', async (c) => c.html(await metricsPage(deps, pageCtx(c), emptyForm())));
+  app.post('/metrics', async (c) => {
+    const v = await formOf(c);
+    const item = { name: str(v.name), key: str(v.key), unitType: str(v.unitType), units: strOrNull(v.units) };
+    const r = await attempt(deps, () => metricsResource.create!(deps, { item }), METRIC_FIELDS, v);
+    if (!r.ok) return c.html(await metricsPage(deps, pageCtx(c), r.form), 422);
+    return done(c, '/dashboard/metrics', `Metric “${r.value.name}” created.`);
+  });
+  mountDelete(app, deps, '/metrics', metricsResource, 'Metric deleted.');
+}

@@ -1,0 +1,35 @@
+import type { Snapshot } from '../catalog/snapshot';
+import type { StoredFilter } from '../db/schema';
+
+// Response and webhook shapes of the application API (application-api.md §7), built from
+// configuration rows: one module per resource, shared by http, the dashboard and the webhooks.
+// Helpers every shape uses.
+
+export const isoMs = (ms: number) => new Date(ms).toISOString();
+
+const memos = new WeakMap<Snapshot, Map<string, unknown>>();
+
+/**
+ * A response fragment derived only from configuration, built once per snapshot (the hot path sends
+ * the same trigger, achievement and board objects over and over). Callers must not mutate it.
+ */
+export function memo<T>(snap: Snapshot, key: string, build: () => T): T {
+  let m = memos.get(snap);
+  if (!m) {
+    m = new Map();
+    memos.set(snap, m);
+  }
+  let v = m.get(key) as T | undefined;
+  if (v === undefined) {
+    v = build();
+    m.set(key, v);
+  }
+  return v;
+}
+
+export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
+  return filters.map((f) => ({
+    key: snap.attributesById.get(f.attributeId)?.key ?? '',
+    value: f.attributeValue,
+  }));
+}

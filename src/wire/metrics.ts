@@ -1,0 +1,3 @@
+import { fromMicros } from '../engine/decimal';
+
+export const metricTotal = (micros: number) => fromMicros(micros);
