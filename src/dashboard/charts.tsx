@@ -1,3 +1,4 @@
+import { formatInTimeZone } from 'date-fns-tz';
 import type { FC } from 'hono/jsx';
 import { fmt } from './ui';
 
@@ -100,7 +101,7 @@ export const LineChart: FC<{
   const last = p.points.at(-1)!;
   d += ` H${(W - right).toFixed(1)}`;
   const tickVals = p.invert ? [v0, Math.round((v0 + v1) / 2), v1] : [v0, (v0 + v1) / 2, v1];
-  const day = (t: number) => new Date(t).toISOString().slice(5, 16).replace('T', ' ');
+  const day = (t: number) => formatInTimeZone(t, 'UTC', 'MM-dd HH:mm');
   return (
     <svg class="chart" viewBox={`0 0 ${W} ${h}`} role="img" aria-label={p.label}>
       {tickVals.map((v) => (

@@ -1,3 +1,4 @@
+import { formatInTimeZone } from 'date-fns-tz';
 import type { Child, FC, PropsWithChildren } from 'hono/jsx';
 import { CSRF_FIELD } from './session';
 
@@ -246,7 +247,7 @@ export function when(t: string | number | Date | null | undefined): string {
   if (t === null || t === undefined || t === '') return '–';
   const d = new Date(t);
   if (Number.isNaN(d.getTime())) return String(t);
-  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return formatInTimeZone(d, 'UTC', "yyyy-MM-dd HH:mm 'UTC'");
 }
 
 /** "1 freeze", "2 freezes": a count with its noun in the right number (`plural` when not just +s). */

@@ -9,7 +9,6 @@
 // - an empty table is encoded as {} (see arr()), and JSON null decodes to cjson.null, not nil: inputs
 //   leave optional fields out (JSON.stringify drops undefined) rather than sending null.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { createRedis, type RedisClient, waitReady } from '../../src/redis/client';
@@ -25,20 +24,6 @@ local function PACK(...) return { n = select('#', ...), ... } end
 /** Source of lua/lib/<name>.lua with what it includes inlined (as a script would have it). */
 export function luaLib(name: string): string {
   return scriptSource(`lib/${name}`);
-}
-
-/**
- * The lines of a top-level script from the first line matching `from` to the next line matching `to`
- * (inclusive), for rules written inline in a script's body rather than in lua/lib. Throws when either
- * anchor is missing, so a rewritten script fails the test loudly instead of testing nothing.
- */
-export function luaExcerpt(script: string, from: RegExp, to: RegExp): string {
-  const lines = readFileSync(`${LUA_DIR}/${script}.lua`, 'utf8').split('\n');
-  const start = lines.findIndex((l) => from.test(l));
-  if (start < 0) throw new Error(`lua/${script}.lua: no line matches ${from}`);
-  const end = lines.findIndex((l, i) => i >= start && to.test(l));
-  if (end < 0) throw new Error(`lua/${script}.lua: no line matches ${to} after ${from}`);
-  return lines.slice(start, end + 1).join('\n');
 }
 
 /** A reply's table as an array: cjson encodes an empty table as {}. */

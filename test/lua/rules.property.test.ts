@@ -28,7 +28,7 @@ import {
   luaRollover,
   type RolloverInput,
 } from './common-lib';
-import { arr, createLuaHarness, type LuaHarness, luaExcerpt } from './harness';
+import { arr, createLuaHarness, type LuaHarness } from './harness';
 
 // Fixed run counts keep the suite fast and its cost known (one EVAL per run, ~0.1 ms each).
 const RUNS = { numRuns: 200 };

@@ -1,3 +1,4 @@
+import { formatInTimeZone } from 'date-fns-tz';
 import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
 import { leaderboardStatus } from '../../engine/leaderboard-status';
@@ -109,7 +110,7 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
                 height={200}
                 unit="events per minute"
                 bars={perMinute.map((b) => ({
-                  label: new Date(b.start).toISOString().slice(11, 16),
+                  label: formatInTimeZone(b.start, 'UTC', 'HH:mm'),
                   value: b.count,
                 }))}
               />
