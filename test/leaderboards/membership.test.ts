@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, inBatches, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, inBatches, send, standings } from '../helpers/leaderboards';
 
 // Membership: the per-group cap with the strict-beat rule and eviction, breakdown groups, the event
 // response's `leaderboards` entries and rank history (semantics §6.4, §6.7, §6.8).

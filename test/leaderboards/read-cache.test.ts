@@ -3,7 +3,7 @@ import { NAME_TTL_MS } from '../../src/engine/leaderboards';
 import { isCluster } from '../../src/redis/client';
 import { spyOwnCalls } from '../helpers/spy';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, send, standings } from '../helpers/leaderboards';
 
 // Reads of live rankings are served from an encoded copy while the board's ranking version is
 // unchanged (src/http/routes/v1/leaderboards.ts). These tests read, change, and read again: a copy

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, send } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, send } from '../helpers/leaderboards';
 
 // Query validation and visibility of GET /v1/leaderboards, GET /v1/leaderboards/{key} and
 // GET /v1/users/{id}/leaderboards/{key} (application-api §5, §6.1, §6.9).

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { drain } from './rebuild-helpers';
+import { drain } from '../helpers/rebuild';
 
 // Bounded per-user state (ARCHITECTURE.md "Bounded per-user state"; application-api §4 window): a user
 // active every day for more than a year keeps a fixed-size working set in Redis, the period history

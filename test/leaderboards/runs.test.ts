@@ -2,7 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaderboardRunResults } from '../../src/db/schema';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, send, standings } from '../helpers/leaderboards';
 
 // Repeating runs (1 day, 7 days, 1 month, 1 year) across time zones: activity counts in the run of the
 // user's local date; the default run of GET /v1/leaderboards/{key} is the UTC one, that of

@@ -11,7 +11,7 @@ import { runMigrations } from '../../src/db/migrate';
 import { verifyState } from '../../src/rebuild/verify';
 import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
 import { createTestServer, type TestServer } from '../helpers/server';
-import { drain, mixedLoad, mixedSetup, sendEvent } from './rebuild-helpers';
+import { drain, mixedLoad, mixedSetup, sendEvent } from '../helpers/rebuild';
 
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 

@@ -3,7 +3,7 @@ import { isCluster } from '../../src/redis/client';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
-import { createBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, send, standings } from '../helpers/leaderboards';
 
 // On a single Redis the user script also moves the user on boards without breakdowns (lua/applyUserOp.lua,
 // input.fuse); boards with breakdowns, streak boards and every board on Cluster get their own call of

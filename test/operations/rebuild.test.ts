@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rebuildState } from '../../src/rebuild/rebuild';
 import { verifyState } from '../../src/rebuild/verify';
 import { createTestServer, type TestServer } from '../helpers/server';
-import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys, wipePrefix } from './rebuild-helpers';
+import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys, wipePrefix } from '../helpers/rebuild';
 
 let t: TestServer;
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, send, standings } from '../helpers/leaderboards';
 
 // Ordering, ties, unique ranks, value domain, points and decimal boards, userId windows
 // (semantics §6.1, §6.4, §6.5, §6.6; application-api §6.9).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, send, standings } from '../helpers/leaderboards';
 
 // Streak boards rank current streak lengths; a broken streak is never shown, even before anything
 // has processed the break (semantics §6.3, §6.4).

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeStreak } from '../../src/engine/streak-recompute';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, send, standings } from '../helpers/leaderboards';
 
 // Streak settings changes (semantics §4.10): a frequency change recomputes every streak from recorded
 // activity; rankings and streak leaderboards follow recomputed lengths, disabling and enabling

@@ -2,7 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaderboardRunResults } from '../../src/db/schema';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getBoard, getUserBoard, patchBoard, send, standings } from './leaderboards-helpers';
+import { createBoard, getBoard, getUserBoard, patchBoard, send, standings } from '../helpers/leaderboards';
 
 // Status transitions and which activity counts (semantics §6.2, §6.3): inactive boards are invisible
 // and take no entries, scheduled boards become active at 00:00 UTC of their start, boards with an end

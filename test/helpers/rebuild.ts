@@ -1,7 +1,7 @@
 // Shared helpers of rebuild.test.ts and durability.test.ts (not a test file itself).
 import { expect } from 'vitest';
 import { HistoryWriter } from '../../src/workers/history-writer';
-import { adminCreate, type TestServer } from '../helpers/server';
+import { adminCreate, type TestServer } from './server';
 
 export interface MixedSetup {
   metric: { id: string; key: string };

@@ -1,5 +1,5 @@
 // Shared helpers of the leaderboards-*.test.ts files (not a test file itself).
-import { adminCreate, type TestServer } from '../helpers/server';
+import { adminCreate, type TestServer } from './server';
 
 let boardSeq = 0;
 

@@ -10,7 +10,7 @@ import { Scheduler } from '../../src/workers/scheduler';
 import { readSummaries } from '../../src/simulations/summary';
 import { keysUnder, createTestServer, type TestServer } from '../helpers/server';
 import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
-import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys } from './rebuild-helpers';
+import { drain, mixedLoad, mixedSetup, sendEvent, snapshotKeys } from '../helpers/rebuild';
 
 let t: TestServer;
 let doc: any;

@@ -1,7 +1,7 @@
 import { TrophyApi, TrophyApiClient } from '@trophyso/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, send } from './leaderboards-helpers';
+import { createBoard, send } from '../helpers/leaderboards';
 
 // The Trophy Node SDK (@trophyso/node 1.0.42) parses Laurel's leaderboard responses with its own
 // strict schemas: leaderboards.all, leaderboards.get, users.leaderboard and metrics.event.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { createBoard, getUserBoard } from './leaderboards-helpers';
+import { createBoard, getUserBoard } from '../helpers/leaderboards';
 
 // 2,000 users send events in parallel over real sockets to a board capped at 1,000; the final board
 // must equal the top 1,000 computed independently from the sent events (semantics §6.4, §6.5).
