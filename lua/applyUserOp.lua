@@ -421,16 +421,19 @@ local function applyOne(KEYS, ARGV)
     profile = op ~= 'event' and prof or nil,
   }
   if op == 'complete' and #completions == 0 then record.already = done[plan.api.id] end
-  local extra = cjson.encode({
-    ts = commitOrder(),
-    epoch = S.epoch,
-    sh = sh,
-    cw = #cw > 0 and cw or nil,
-    -- The stored profile when the op changed it (the history writer writes it to users).
-    profile = profileChanged and prof or nil,
-  })
   local reply = cjson.encode(record)
-  appendOutbox(K_OUTBOX, reply, extra, levelNews and ARGV[3] or nil)
+  -- A replay (input.noHistory, src/simulations/) has no history to write.
+  if not input.noHistory then
+    local extra = cjson.encode({
+      ts = commitOrder(),
+      epoch = S.epoch,
+      sh = sh,
+      cw = #cw > 0 and cw or nil,
+      -- The stored profile when the op changed it (the history writer writes it to users).
+      profile = profileChanged and prof or nil,
+    })
+    appendOutbox(K_OUTBOX, reply, extra, levelNews and ARGV[3] or nil)
+  end
   redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
   return reply
 end

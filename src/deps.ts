@@ -29,6 +29,11 @@ export interface Deps {
    * included, but leaderboard rankings are not maintained (the report ranks the final values).
    */
   rankings?: boolean;
+  /**
+   * false in simulation replays: ops write no outbox entry (nothing reads a replay's history, and the
+   * entry is a third of the user script's work).
+   */
+  history?: boolean;
 }
 
 export interface DepsOverrides {

@@ -300,6 +300,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     markMs: op.kind === 'event' ? op.markMs : undefined,
     boosts: boostsFor(snap, plan, op.user.id, date),
     boards,
+    noHistory: deps.history === false ? true : undefined,
     fuse: fused.fuse,
     appliedKi: fused.appliedKi,
   };

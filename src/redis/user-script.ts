@@ -64,6 +64,8 @@ export interface UserScriptInput {
   boosts: Record<string, Array<{ id: string; num: number; den: number; r: string; uf: LuaFilter[] }>>;
   /** The board runs the op may move (the values are the script's; the moves the caller's or fuse's). */
   boards: Array<{ id: string; run: string; kind: string; ref: string }>;
+  /** A replay (src/simulations/): no outbox entry. */
+  noHistory?: boolean | undefined;
   /** Boards (input.boards[b], 1-based) moved by the script itself: KEYS[ki .. ki + kn - 1]. */
   fuse?: Array<{ b: number; ki: number; kn: number; max: number }> | undefined;
   /** KEYS index of the user's applied-moves hash (with fuse). */

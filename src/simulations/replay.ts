@@ -107,6 +107,7 @@ export function replayDeps(deps: Deps, prefix: string, snapshot: Snapshot): Deps
     afterCommit: undefined,
     // The report ranks users by their final board values; per-op ranking writes would only cost time.
     rankings: false,
+    history: false,
   };
 }
 
@@ -307,13 +308,6 @@ export async function replayHistory(
   let failure: unknown = null;
   let done = 0;
   let lastProgress = 0;
-  let trimmedAt = 0;
-  // The replay's outbox records have no reader: trimmed as it goes, so memory stays bounded.
-  const trimOutboxes = async () => {
-    const pipe = crossSlotPipeline(base.redis);
-    for (let shard = 0; shard < base.keys.shards; shard++) pipe.xtrim(base.keys.outbox(shard), 'MAXLEN', 0);
-    await execValues(pipe);
-  };
   const submit = async (userId: string, work: () => Promise<void>) => {
     const p = (chains.get(userId) ?? Promise.resolve()).then(work);
     chains.set(userId, p);
@@ -342,10 +336,6 @@ export async function replayHistory(
         if (!timelines.has(item.userId)) continue;
         await submit(item.userId, () => handle(item));
         done++;
-      }
-      if (out.ops - trimmedAt >= 20_000) {
-        trimmedAt = out.ops;
-        await trimOutboxes();
       }
       if (opts.onProgress && Date.now() - lastProgress > 250) {
         lastProgress = Date.now();

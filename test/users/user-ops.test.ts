@@ -110,4 +110,21 @@ describe('background and admin user ops', () => {
     });
     expect(again.restore).toEqual({ issue: 'max' });
   });
+
+  it('writes no outbox entry for an op of a replay (deps.history false), and applies it all the same', async () => {
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    const outbox = t.deps.keys.user('replayed').outbox;
+    const before = await t.deps.redis.xlen(outbox);
+    const r = await runUserOp(
+      { ...t.deps, history: false },
+      { kind: 'event', metricId, user: { id: 'replayed' }, valueMicros: 3_000_000 },
+    );
+    expect(r.totalMicros).toBe(3_000_000);
+    expect(r.streak.length).toBe(1);
+    expect(await t.deps.redis.xlen(outbox)).toBe(before);
+    expect(await t.deps.redis.hget(t.deps.keys.user('replayed').metrics, metricId)).toBe('3000000');
+    // The same op through live deps is recorded.
+    await runUserOp(t.deps, { kind: 'event', metricId, user: { id: 'replayed' }, valueMicros: 1_000_000 });
+    expect(await t.deps.redis.xlen(outbox)).toBe(before + 1);
+  });
 });
