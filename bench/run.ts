@@ -22,7 +22,7 @@ import { ManualClock } from '../src/clock';
 import { loadConfig } from '../src/config';
 import { closeDeps, createDeps, type Deps } from '../src/deps';
 import { createLogger } from '../src/logger';
-import { runUserOp } from '../src/engine/user-op';
+import { runUserOp } from '../src/services/user-op';
 import { http, parseBody } from './lib/http';
 import { type LoadSettings, type Measurement, measure, type Probes, round, type Scenario } from './lib/load';
 import { parseOptions } from './lib/options';

@@ -19,7 +19,7 @@ KEYS[7] idempotency hash (the current window bucket, or the forever hash)
 KEYS[8] board values hash (boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run
         before it)    KEYS[9] shard outbox stream
 KEYS[10] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
-         returns it; batch items keep theirs until their chunk is recorded, src/engine/batch-events.ts)
+         returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts)
 KEYS[10 + i] recent awards list of plan.systems[i]
 KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[input.fuse[j].b], whose
              move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn)
@@ -31,7 +31,7 @@ KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency 
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot); levels
         are thresholds only (plan.systems[i].lv)
-ARGV[2] input: JSON request and time context (src/engine/user-op.ts)
+ARGV[2] input: JSON request and time context (src/services/user-op.ts)
 ARGV[3] wire: JSON of the plan's systems and levels as the webhooks show them (plan.ts), never decoded
         here: copied beside the outbox record (field w) when the op has level news
 
@@ -47,7 +47,7 @@ idempotency key. Errors the caller maps to statuses:
 Nothing is written before every error check has passed.
 
 Several ops in one call (single Redis only: their users' keys are in different slots; used by event
-batches, src/engine/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
+batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
 ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire JSON, KEYS = each op's
 keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
 (its own reply marker).
@@ -303,7 +303,7 @@ local function applyOne(KEYS, ARGV)
       later(function()
         redis.call('HSET', K_POINTS, sys.id, fmt(total))
         for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
-        -- The newest RECENT_AWARDS (src/engine/points-reads.ts); older ones are read from points_awards.
+        -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
         redis.call('LTRIM', listKey, 0, 19)
       end)
       pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = total - before, awards = awards, lb = lb, la = la }

@@ -2,7 +2,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { AchievementRow } from '../catalog/snapshot';
 import { achievements, pointsSystems, pointsTriggers, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
-import { backdateAchievement } from '../engine/backdate';
+import { backdateAchievement } from '../services/backdate';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { DEFAULT_STREAK_SETTINGS, type StreakSettingsRow } from '../catalog/snapshot';
 import { streakSettings } from '../db/schema';
 import type { Deps } from '../deps';
-import { recomputeStreaks, resetStreakIndexes } from '../engine/streak-recompute';
+import { recomputeStreaks, resetStreakIndexes } from '../services/streak-recompute';
 import { unprocessable } from '../errors';
 import { z } from '../zod';
 import { iso } from './common';

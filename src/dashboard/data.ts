@@ -5,7 +5,7 @@ import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
 import { fromMicros } from '../engine/decimal';
-import type { LuaAward } from '../engine/user-op';
+import type { LuaAward } from '../services/user-op';
 
 /** Number of users ever created (global counter). */
 export async function userCount(deps: Deps): Promise<number> {

@@ -1,5 +1,5 @@
 /**
- * What a user op is and what it answers (src/engine/user-op.ts runs them): the engine's side of the
+ * What a user op is and what it answers (src/services/user-op.ts runs them): the engine's side of the
  * user script's contract (src/redis/user-script.ts), in a module of its own so that the modules the
  * op calls (leaderboards, streak expiry) can name its result without importing the op.
  */

@@ -8,7 +8,7 @@
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
 import type { Deps } from '../deps';
-import { snapshottedRuns } from '../engine/leaderboards';
+import { snapshottedRuns } from '../services/leaderboards';
 import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
 import { isCluster } from '../redis/client';
 import { HISTORY_GROUP, HistoryWriter } from '../workers/history-writer';

@@ -3,7 +3,7 @@ import { bulkInsert } from '../db/bulk';
 import type { Snapshot } from '../catalog/snapshot';
 import type { leaderboardUpdates } from '../db/schema';
 import type { Deps } from '../deps';
-import { breakdownKeys, groupKey } from '../engine/leaderboards';
+import { breakdownKeys, groupKey } from '../services/leaderboards';
 import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { OutboxEntry } from '../redis/user-script';

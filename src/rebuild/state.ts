@@ -33,7 +33,7 @@ import {
 import type { Deps } from '../deps';
 import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
 import { idempotencyKeys, idempotencyValue, DAY_MS } from '../engine/idempotency';
-import { RECENT_AWARDS } from '../engine/points-reads';
+import { RECENT_AWARDS } from '../services/points-reads';
 import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-counters';
 import type { UserKeys } from '../redis/keys';

@@ -4,7 +4,7 @@
  * in the outbox are in Redis but not yet in Postgres.
  */
 import type { Deps } from '../deps';
-import { snapshottedRuns } from '../engine/leaderboards';
+import { snapshottedRuns } from '../services/leaderboards';
 import { idempotencyKeyNames, userKeyNames } from './rebuild';
 import { DAY_MS } from '../engine/idempotency';
 import {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 /** An attribute filter as the script sees it: [attribute key, value]. */
 export type LuaFilter = [string, string];
 
-/** ARGV[2]: one op's request and time context (built by src/engine/user-op.ts). */
+/** ARGV[2]: one op's request and time context (built by src/services/user-op.ts). */
 export interface UserScriptInput {
   op: (typeof USER_OPS)[number];
   now: number;

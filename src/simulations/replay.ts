@@ -15,7 +15,7 @@ import type { Clock } from '../clock';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { dayIndex } from '../engine/periods';
-import { runUserOp, type UserOp, type UserOpResult } from '../engine/user-op';
+import { runUserOp, type UserOp, type UserOpResult } from '../services/user-op';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import { Keys } from '../redis/keys';

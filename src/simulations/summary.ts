@@ -5,9 +5,9 @@
  */
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { boardValue } from '../engine/leaderboards';
+import { boardValue } from '../services/leaderboards';
 import { levelOf } from '../engine/levels';
-import { readStreak } from '../engine/streak-reads';
+import { readStreak } from '../services/streak-reads';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import type { Keys } from '../redis/keys';
 

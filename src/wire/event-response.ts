@@ -1,7 +1,7 @@
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { levelOf, levelResponse, systemBase } from '../engine/levels';
-import type { UserOpResult } from '../engine/user-op';
+import type { UserOpResult } from '../services/user-op';
 import { achievementResponse } from './achievements';
 import { leaderboardBase } from './leaderboards';
 import { awardResponse } from './points';

@@ -1,5 +1,5 @@
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
-import { breakdownKeys } from '../engine/leaderboards';
+import { breakdownKeys } from '../services/leaderboards';
 import { memo } from './common';
 
 /** LeaderboardResponse fields (application-api §7.9). */

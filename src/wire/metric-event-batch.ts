@@ -1,5 +1,5 @@
 import type { Snapshot } from '../catalog/snapshot';
-import type { BatchItem } from '../engine/batch-events';
+import type { BatchItem } from '../services/batch-events';
 import { toMicros } from '../engine/decimal';
 import { AppError, badRequest, notFound, unprocessable } from '../errors';
 import { z } from '../zod';

@@ -1,6 +1,6 @@
 import type { BoostRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import { boostStatus } from '../engine/boost-status';
-import type { LuaAward } from '../engine/user-op';
+import type { LuaAward } from '../services/user-op';
 import { attributeFilters, isoMs, memo } from './common';
 
 // PointsLevel and the system's base fields are in engine/levels.ts: the user script's plan carries

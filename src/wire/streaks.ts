@@ -1,6 +1,6 @@
 import type { Snapshot } from '../catalog/snapshot';
 import { periodBounds } from '../engine/periods';
-import type { LuaStreak } from '../engine/user-op';
+import type { LuaStreak } from '../services/user-op';
 
 /** BaseStreakResponse for a streak state seen on the period `periodIdx` (the user's today). */
 export function streakResponse(

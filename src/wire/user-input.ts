@@ -1,5 +1,5 @@
 import type { Snapshot } from '../catalog/snapshot';
-import type { UserInput } from '../engine/user-op';
+import type { UserInput } from '../services/user-op';
 import { isValidTimeZone } from '../engine/periods';
 import { invalidAttributeKeys, unprocessable } from '../errors';
 import { z } from '../zod';

@@ -1,11 +1,11 @@
-import { claimExpiredBatch, processBatch } from '../engine/batch-events';
+import { claimExpiredBatch, processBatch } from '../services/batch-events';
 import type { Deps } from '../deps';
 import { Runner } from './runner';
 
 /**
  * Resumes accepted event batches whose processor stopped (crash, SIGKILL, Redis failure, restart):
  * every process with workers looks for expired leases and takes such a batch over, going on from its
- * last recorded item (src/engine/batch-events.ts). Safe in any number of copies.
+ * last recorded item (src/services/batch-events.ts). Safe in any number of copies.
  */
 export class BatchResumer extends Runner {
   private stopping = false;

@@ -7,7 +7,7 @@
 // acknowledgement) are recorded once. Redis keeps no per-user history.
 import { leaderboardRankChanges } from '../db/schema';
 import type { Deps } from '../deps';
-import { boardValue, decodeGroup } from '../engine/leaderboards';
+import { boardValue, decodeGroup } from '../services/leaderboards';
 import { runContaining } from '../engine/runs';
 import { userResponse } from '../wire/users';
 import { leaderboardBase } from '../wire/leaderboards';

@@ -7,7 +7,7 @@ import type { BoostRow, LeaderboardRow, PointsSystemConfig, Snapshot } from '../
 import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
 import { boostStatus } from '../engine/boost-status';
-import { decodeGroup, type Ranked, userNames } from '../engine/leaderboards';
+import { decodeGroup, type Ranked, userNames } from '../services/leaderboards';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { periodIndex } from '../engine/periods';
 import type { Run } from '../engine/runs';

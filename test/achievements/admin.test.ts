@@ -5,7 +5,7 @@ import { pointsSystems, pointsTriggers } from '../../src/db/schema';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 const backdate = vi.hoisted(() => vi.fn(async (_deps: unknown, _id: string) => {}));
-vi.mock('../../src/engine/backdate', () => ({ backdateAchievement: backdate }));
+vi.mock('../../src/services/backdate', () => ({ backdateAchievement: backdate }));
 
 let t: TestServer;
 let metric: any;

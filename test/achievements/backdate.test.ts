@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitBackdates, runBackdate } from '../../src/engine/backdate';
+import { awaitBackdates, runBackdate } from '../../src/services/backdate';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptBatch, batchEventId, processBatch } from '../../src/engine/batch-events';
-import { runUserOp } from '../../src/engine/user-op';
+import { acceptBatch, batchEventId, processBatch } from '../../src/services/batch-events';
+import { runUserOp } from '../../src/services/user-op';
 import { BatchResumer } from '../../src/workers/batches';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { apiKeys } from '../../src/db/schema';
-import { awaitBackdates } from '../../src/engine/backdate';
+import { awaitBackdates } from '../../src/services/backdate';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { NAME_TTL_MS } from '../../src/engine/leaderboards';
+import { NAME_TTL_MS } from '../../src/services/leaderboards';
 import { isCluster } from '../../src/redis/client';
 import { spyOwnCalls } from '../helpers/spy';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';

@@ -141,7 +141,7 @@ describe('time triggers (semantics §5.6)', () => {
   });
 
   it('the grant itself is idempotent per slot: replaying a granted slot awards nothing', async () => {
-    const { runUserOp } = await import('../../src/engine/user-op');
+    const { runUserOp } = await import('../../src/services/user-op');
     const last = (await awardsOf('la')).at(-1)!;
     const r = await runUserOp(t.deps, {
       kind: 'grant',

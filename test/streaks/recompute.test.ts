@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeStreak } from '../../src/engine/streak-recompute';
+import { computeStreak } from '../../src/services/streak-recompute';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard, send, standings } from '../helpers/leaderboards';
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { TrophyApiClient } from '@trophyso/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricSummaryQueries, pointsSummaryQueries } from '../../src/engine/event-summary';
+import { metricSummaryQueries, pointsSummaryQueries } from '../../src/services/event-summary';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 

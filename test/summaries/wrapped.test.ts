@@ -1,6 +1,6 @@
 import { TrophyApiClient } from '@trophyso/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { percent2 } from '../../src/engine/wrapped';
+import { percent2 } from '../../src/services/wrapped';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 

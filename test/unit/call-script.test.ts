@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RedisClient } from '../../src/redis/client';
-import { callScript } from '../../src/engine/user-op';
+import { callScript } from '../../src/services/user-op';
 
 /** A client whose status the test sets; callScript only reads `status`. */
 const client = (status: string) => ({ redis: { status } as unknown as RedisClient });

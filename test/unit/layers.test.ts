@@ -116,6 +116,25 @@ describe('layers', () => {
     expect(leaks).toEqual([]);
   });
 
+  it('keeps the engine free of I/O: it imports rules, types and key names, never a client or a service', () => {
+    // What src/engine may import outside itself: the configuration snapshot, table types, key names
+    // and the user script's contract (types and schemas, no client).
+    const allowed = [
+      'src/catalog/snapshot.ts',
+      'src/db/schema.ts',
+      'src/redis/keys.ts',
+      'src/redis/user-script.ts',
+    ];
+    const leaks = [...graph]
+      .filter(([file]) => file.startsWith('src/engine/'))
+      .flatMap(([file, targets]) =>
+        targets
+          .filter((t) => !t.startsWith('src/engine/') && !allowed.includes(t))
+          .map((t) => `${file} → ${t}`),
+      );
+    expect(leaks).toEqual([]);
+  });
+
   it('has no import cycle but the known ones', () => {
     const known = new Set(KNOWN_CYCLES.map(key));
     const unknown = cycles(graph).filter((c) => !known.has(key(c)));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { periodIndex } from '../../src/engine/periods';
-import { runUserOp } from '../../src/engine/user-op';
+import { runUserOp } from '../../src/services/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 let t: TestServer;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
-import { type AcceptedBatch, acceptBatch, type BatchItem, processBatch } from '../../engine/batch-events';
+import { type AcceptedBatch, acceptBatch, type BatchItem, processBatch } from '../../services/batch-events';
 import { AppError } from '../../errors';
 import { MAX_BATCH_ITEMS, validateBatch } from '../../wire/metric-event-batch';
 import { done, pageCtx } from '../forms';

@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { leaderboardsResource } from '../../admin/leaderboards';
 import type { Deps } from '../../deps';
 import { utcDate } from '../../engine/leaderboard-status';
-import { decodeGroup, rankingsWindow, runForRead } from '../../engine/leaderboards';
+import { decodeGroup, rankingsWindow, runForRead } from '../../services/leaderboards';
 import { runByIndex } from '../../engine/runs';
 import { notFound } from '../../errors';
 import { participantCount, runGroups, userNames } from '../data';

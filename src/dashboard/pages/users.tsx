@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { Deps } from '../../deps';
 import { leaderboardStatus, utcDate } from '../../engine/leaderboard-status';
-import { runForRead, userHistory, userStanding } from '../../engine/leaderboards';
+import { runForRead, userHistory, userStanding } from '../../services/leaderboards';
 import { localDate, periodBounds, periodIndex } from '../../engine/periods';
 import { storedPeriods } from '../../engine/streak-view';
 import { levelOf } from '../../engine/levels';

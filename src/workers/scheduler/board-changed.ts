@@ -1,5 +1,5 @@
 import { leaderboardStatus } from '../../engine/leaderboard-status';
-import { rankingsWindow } from '../../engine/leaderboards';
+import { rankingsWindow } from '../../services/leaderboards';
 import { runContaining } from '../../engine/runs';
 import { leaderboardPayload, recordWebhookEvents, webhookEventId, withNames } from '../webhook-events';
 import { claimDue, type JobContext, splitMember } from './due';

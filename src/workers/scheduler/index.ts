@@ -19,7 +19,7 @@
 //
 // One file per job; due.ts holds what they share (claiming, markers, slots).
 import type { Deps } from '../../deps';
-import { retryStreakRecomputes } from '../../engine/streak-recompute';
+import { retryStreakRecomputes } from '../../services/streak-recompute';
 import { observeSchedulerPass } from '../../metrics/hooks';
 import { drainBoardChanges } from '../board-changes';
 import { Runner, warnAndCount } from '../runner';

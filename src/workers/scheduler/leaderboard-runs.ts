@@ -3,7 +3,7 @@ import type { LeaderboardRow } from '../../catalog/snapshot';
 import { leaderboardRunResults } from '../../db/schema';
 import type { Deps } from '../../deps';
 import { leaderboardStatus, utcDate } from '../../engine/leaderboard-status';
-import { dropFinalisedRun, finalisedAt, finaliseRun, type Ranked } from '../../engine/leaderboards';
+import { dropFinalisedRun, finalisedAt, finaliseRun, type Ranked } from '../../services/leaderboards';
 import { addDays } from '../../engine/periods';
 import { type Run, runByIndex, runContaining } from '../../engine/runs';
 import {

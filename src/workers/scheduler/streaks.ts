@@ -1,4 +1,4 @@
-import { runUserOp } from '../../engine/user-op';
+import { runUserOp } from '../../services/user-op';
 import { AppError } from '../../errors';
 import { claimDue, type JobContext } from './due';
 

@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import type { Deps } from '../../../deps';
-import { acceptBatch, processBatch } from '../../../engine/batch-events';
+import { acceptBatch, processBatch } from '../../../services/batch-events';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import type { Deps } from '../../../deps';
 import { addDays, isValidTimeZone, localDate, periodIndex } from '../../../engine/periods';
-import { runUserOp } from '../../../engine/user-op';
+import { runUserOp } from '../../../services/user-op';
 import { AppError, badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';

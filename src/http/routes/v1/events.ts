@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { Deps } from '../../../deps';
 import { toMicros } from '../../../engine/decimal';
-import { runUserOp } from '../../../engine/user-op';
+import { runUserOp } from '../../../services/user-op';
 import { badRequest, notFound, unprocessable } from '../../../errors';
 import type { AppEnv } from '../../../app-env';
 import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';

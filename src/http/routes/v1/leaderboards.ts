@@ -18,7 +18,7 @@ import {
   userHistory,
   userNames,
   userStanding,
-} from '../../../engine/leaderboards';
+} from '../../../services/leaderboards';
 import { localDate } from '../../../engine/periods';
 import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';

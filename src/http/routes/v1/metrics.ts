@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { MetricRow, Snapshot } from '../../../catalog/snapshot';
 import type { Deps } from '../../../deps';
 import { fromMicros } from '../../../engine/decimal';
-import { completionOf, loadUser, type UserState } from '../../../engine/user-reads';
+import { completionOf, loadUser, type UserState } from '../../../services/user-reads';
 import { notFound } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';

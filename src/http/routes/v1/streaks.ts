@@ -6,9 +6,9 @@ import {
   streakRank,
   streakRankings,
   upcomingPauses,
-} from '../../../engine/streak-reads';
+} from '../../../services/streak-reads';
 import { streakHistory } from '../../../engine/streak-view';
-import { loadUser } from '../../../engine/user-reads';
+import { loadUser } from '../../../services/user-reads';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';

@@ -1,9 +1,9 @@
 import type { Context, Hono } from 'hono';
 import type { Deps } from '../../../deps';
-import { metricEventSummary, pointsEventSummary } from '../../../engine/event-summary';
+import { metricEventSummary, pointsEventSummary } from '../../../services/event-summary';
 import { dayIndex, isValidTimeZone, localDate, parseDate } from '../../../engine/periods';
 import type { SummaryAggregation } from '../../../engine/summary-buckets';
-import { type WrappedPeriodData, wrapped } from '../../../engine/wrapped';
+import { type WrappedPeriodData, wrapped } from '../../../services/wrapped';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';

@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { Deps } from '../../../deps';
-import { runUserOp } from '../../../engine/user-op';
-import { loadUser } from '../../../engine/user-reads';
+import { runUserOp } from '../../../services/user-op';
+import { loadUser } from '../../../services/user-reads';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';

@@ -5,9 +5,9 @@ import { and, asc, eq, inArray } from 'drizzle-orm';
 import { leaderboardRankChanges } from '../db/schema';
 import type { AchievementRow, LeaderboardRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { fromMicros } from './decimal';
+import { fromMicros } from '../engine/decimal';
 import { boardValue } from './leaderboards';
-import { leaderboardStatus } from './leaderboard-status';
+import { leaderboardStatus } from '../engine/leaderboard-status';
 import {
   addDays,
   daysInMonth,
@@ -16,8 +16,8 @@ import {
   isoWeekStart,
   localDate,
   parseDate,
-} from './periods';
-import { runByIndex, runContaining } from './runs';
+} from '../engine/periods';
+import { runByIndex, runContaining } from '../engine/runs';
 
 export interface WrappedFigures {
   name: string;

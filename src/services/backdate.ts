@@ -2,8 +2,8 @@ import { asc, gt } from 'drizzle-orm';
 import type { AchievementRow } from '../catalog/snapshot';
 import { users } from '../db/schema';
 import type { Deps } from '../deps';
-import { toMicros } from './decimal';
-import { localDate, periodIndex } from './periods';
+import { toMicros } from '../engine/decimal';
+import { localDate, periodIndex } from '../engine/periods';
 import { runUserOp } from './user-op';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 

@@ -1,8 +1,8 @@
 // Metric and points event summaries (semantics §7.1) from the Postgres history. Each request runs
 // two indexed queries: the net change per local date inside the window, and the total before it.
 import type { Deps } from '../deps';
-import { fromMicros } from './decimal';
-import { type SummaryAggregation, summaryBuckets } from './summary-buckets';
+import { fromMicros } from '../engine/decimal';
+import { type SummaryAggregation, summaryBuckets } from '../engine/summary-buckets';
 
 export interface SummaryItem {
   date: string;

@@ -2,8 +2,8 @@
 // the global per-system totals index (every user is added with 0 at creation).
 import type { PointsSystemConfig } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { matchesFilters } from './filters';
-import { histogramRanges } from './stats';
+import { matchesFilters } from '../engine/filters';
+import { histogramRanges } from '../engine/stats';
 import { asArray, type LuaAward } from './user-op';
 import { perUserPipelines } from './user-reads';
 import { and, desc, eq, sql } from 'drizzle-orm';

@@ -4,8 +4,8 @@ import { and, asc, eq, gte, isNull } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
 import { streakPauses } from '../db/schema';
 import type { Deps } from '../deps';
-import { localDate, periodIndex } from './periods';
-import { type StreakView, type StreakViewSettings, viewStreak } from './streak-view';
+import { localDate, periodIndex } from '../engine/periods';
+import { type StreakView, type StreakViewSettings, viewStreak } from '../engine/streak-view';
 import { perUserPipelines, type Profile, profileTz } from './user-reads';
 
 export function streakSettings(snap: Snapshot): StreakViewSettings {

@@ -5,14 +5,14 @@ import { leaderboardRankChanges, leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { unprocessable } from '../errors';
-import { fromMicros } from './decimal';
-import { leaderboardStatus, utcDate } from './leaderboard-status';
-import { type Run, runByIndex, runContaining, runFinalizationMs } from './runs';
-import { streakExpiry } from './streak-expiry';
-import type { BoardMove, StreakState, UserOpResult } from './user-op-result';
+import { fromMicros } from '../engine/decimal';
+import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
+import { type Run, runByIndex, runContaining, runFinalizationMs } from '../engine/runs';
+import { streakExpiry } from '../engine/streak-expiry';
+import type { BoardMove, StreakState, UserOpResult } from '../engine/user-op-result';
 
 /** One board move as the board script answered it (values already converted to numbers). */
-export type { BoardMove } from './user-op-result';
+export type { BoardMove } from '../engine/user-op-result';
 
 /** Board values are integers in Redis: metric boards hold millionths. */
 export const boardValue = (board: LeaderboardRow, raw: string | number) =>

@@ -6,18 +6,18 @@ import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
 import { type LuaMove, oneReply, parseReply, replyList, type UserScriptInput } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
-import { boostStatus } from './boost-status';
-import { multiplierFraction } from './decimal';
-import { leaderboardStatus } from './leaderboard-status';
-import { DAY_MS, idempotencyKeys } from './idempotency';
-import { dayIndex, localDate, periodIndex } from './periods';
+import { boostStatus } from '../engine/boost-status';
+import { multiplierFraction } from '../engine/decimal';
+import { leaderboardStatus } from '../engine/leaderboard-status';
+import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
+import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
-import { planFor, type Plan } from './plan';
-import { runContaining, runFinalizationMs } from './runs';
+import { planFor, type Plan } from '../engine/plan';
+import { runContaining, runFinalizationMs } from '../engine/runs';
 
-import type { UserInput, UserOp, UserOpResult } from './user-op-result';
+import type { UserInput, UserOp, UserOpResult } from '../engine/user-op-result';
 
-export type { UserInput, UserOp, UserOpResult } from './user-op-result';
+export type { UserInput, UserOp, UserOpResult } from '../engine/user-op-result';
 export type { LuaAward, LuaStreak } from '../redis/user-script';
 
 /** Last time zone seen per user: the script checks it and asks again when it was wrong. */

@@ -4,10 +4,10 @@ import type { Snapshot } from '../catalog/snapshot';
 import { events, userStates } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { toMicros } from './decimal';
-import { leaderboardStatus } from './leaderboard-status';
-import { type Frequency, localDate, periodIndex } from './periods';
-import { runContaining } from './runs';
+import { toMicros } from '../engine/decimal';
+import { leaderboardStatus } from '../engine/leaderboard-status';
+import { type Frequency, localDate, periodIndex } from '../engine/periods';
+import { runContaining } from '../engine/runs';
 
 // Streak settings changes (semantics §4.10): enabling, disabling and a new frequency start a new
 // settings epoch. The cross-user streak indexes (active rankings, streak leaderboards) then hold

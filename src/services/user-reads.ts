@@ -1,7 +1,7 @@
 // Reads of one user's stored state (all keys in the user's shard slot, so one pipeline each).
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
-import { isValidTimeZone } from './periods';
+import { isValidTimeZone } from '../engine/periods';
 
 export type Profile = Record<string, string>;
 
