@@ -1,0 +1,28 @@
+import type { FC, PropsWithChildren } from 'hono/jsx';
+import { Csrf, FormError, type FormState, Input } from '../ui';
+
+/** A dashboard form: posts to `action` with the CSRF token, shows the form error, ends with its submit button. */
+export const PostForm: FC<
+  PropsWithChildren<{ action: string; csrf: string; form: FormState; submit: string; id?: string }>
+> = (p) => (
+  <form method="post" action={p.action} class="stack" id={p.id}>
+    <Csrf token={p.csrf} />
+    <FormError form={p.form} />
+    {p.children}
+    <div>
+      <button type="submit">{p.submit}</button>
+    </div>
+  </form>
+);
+
+/** The name and key fields every keyed resource starts with; `placeholders` are [name, key]. */
+export const NameKeyInputs: FC<{
+  form: FormState;
+  placeholders: readonly [string, string];
+  keyHint?: string;
+}> = (p) => (
+  <>
+    <Input form={p.form} name="name" label="Name" placeholder={p.placeholders[0]} />
+    <Input form={p.form} name="key" label="Key" placeholder={p.placeholders[1]} hint={p.keyHint} />
+  </>
+);
