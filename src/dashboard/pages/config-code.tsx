@@ -8,7 +8,8 @@ import { exportDocument } from '../../config-as-code/items';
 import type { Deps } from '../../deps';
 import { checked, done, formOf, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
-import { Csrf, Empty, Layout, type PageCtx, when } from '../ui';
+import { Table } from '../components/table';
+import { Csrf, Layout, type PageCtx, when } from '../ui';
 
 const PATH = '/dashboard/config-code';
 
@@ -116,42 +117,30 @@ async function page(
       ) : null}
       <div class="card">
         <h3>Recent changes</h3>
-        {changes.length === 0 ? (
-          <Empty>No configuration change recorded yet.</Empty>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th>When</th>
-                <th>Key</th>
-                <th>Source</th>
-                <th>Change</th>
-                <th>Before → after</th>
-              </tr>
-            </thead>
-            <tbody>
-              {changes.map((c) => (
-                <tr>
-                  <td>{when(c.at)}</td>
-                  <td>{c.keyName}</td>
-                  <td>{c.source}</td>
-                  <td>
-                    {c.action} {c.resource} {c.item}
-                  </td>
-                  <td>
-                    <code>
-                      {c.action === 'create'
-                        ? show(c.after)
-                        : c.action === 'delete'
-                          ? show(c.before)
-                          : diffText(c.before, c.after)}
-                    </code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <Table
+          cols={['When', 'Key', 'Source', 'Change', 'Before → after']}
+          rows={changes}
+          empty="No configuration change recorded yet."
+          row={(c) => (
+            <tr>
+              <td>{when(c.at)}</td>
+              <td>{c.keyName}</td>
+              <td>{c.source}</td>
+              <td>
+                {c.action} {c.resource} {c.item}
+              </td>
+              <td>
+                <code>
+                  {c.action === 'create'
+                    ? show(c.after)
+                    : c.action === 'delete'
+                      ? show(c.before)
+                      : diffText(c.before, c.after)}
+                </code>
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </Layout>
   );

@@ -332,30 +332,24 @@ async function boardPage(
         </div>
         <div class="card">
           <h2>Runs</h2>
-          <table>
-            <thead>
+          <Table
+            cols={['Run', '']}
+            rows={past}
+            row={(r) => (
               <tr>
-                <th>Run</th>
-                <th />
+                <td>
+                  <a href={link(r.start)}>{runLabel(r)}</a>
+                </td>
+                <td>
+                  {r.index === current.index ? (
+                    <span class="badge active">current</span>
+                  ) : r.start === run.start ? (
+                    <span class="badge">shown</span>
+                  ) : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {past.map((r) => (
-                <tr>
-                  <td>
-                    <a href={link(r.start)}>{runLabel(r)}</a>
-                  </td>
-                  <td>
-                    {r.index === current.index ? (
-                      <span class="badge active">current</span>
-                    ) : r.start === run.start ? (
-                      <span class="badge">shown</span>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            )}
+          />
         </div>
       </div>
     </Layout>
