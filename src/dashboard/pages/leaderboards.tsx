@@ -130,7 +130,6 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
                     status={b.status}
                     moves={BOARD_MOVES}
                   />
-
                   <DeleteButton action={`/dashboard/leaderboards/${b.id}/delete`} csrf={ctx.csrf} />
                 </div>
               </td>
