@@ -19,9 +19,9 @@ import {
   keySchema,
   listLive,
   nameSchema,
-  newId,
   rejectNulls,
   showFilters,
+  insertNew,
 } from './common';
 
 const TRIGGERS = ['metric', 'streak', 'api', 'achievement'] as const;
@@ -283,27 +283,19 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
       },
       null,
     );
-    const now = new Date(deps.clock.now());
-    let row: AchievementRow;
-    try {
-      [row] = (await deps.db
-        .insert(achievements)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          badgeUrl: input.badge?.url ?? null,
-          status: input.status ?? 'inactive',
-          ...req,
-          created: now,
-          updated: now,
-        })
-        .returning()) as [AchievementRow];
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('achievement');
-      throw err;
-    }
+    const row: AchievementRow = await insertNew(
+      deps,
+      achievements,
+      {
+        key: input.key,
+        name: input.name,
+        description: input.description ?? null,
+        badgeUrl: input.badge?.url ?? null,
+        status: input.status ?? 'inactive',
+        ...req,
+      },
+      () => duplicateKey('achievement'),
+    );
     if (row.status === 'active') await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },

@@ -8,14 +8,13 @@ import {
   parseItem,
   findLive,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keySchema,
-  listLive,
   nameSchema,
-  newId,
   rejectChanges,
   rejectNulls,
+  liveReads,
+  insertNew,
 } from './common';
 
 export const AdminAttributeSchema = z
@@ -64,38 +63,20 @@ async function findAttribute(deps: Deps, id: string): Promise<AttributeRow | und
 export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> = {
   name: 'attribute',
   schemas: { resource: AdminAttributeSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, attributes, { limit, skip });
-    return rows.map(showAttribute);
-  },
-  async get(deps, { id }) {
-    const row = await findAttribute(deps, id);
-    return row ? showAttribute(row) : null;
-  },
+  ...liveReads(attributes, showAttribute),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const now = new Date(deps.clock.now());
-    try {
-      const [row] = await deps.db
-        .insert(attributes)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          type: input.type,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showAttribute(row!);
-    } catch (err) {
-      // Keys of deleted attributes stay reserved: the unique index covers every row.
-      if (isUniqueViolation(err))
-        throw new ItemIssue(
+    // Keys of deleted attributes stay reserved: the unique index covers every row.
+    const row = await insertNew(
+      deps,
+      attributes,
+      { key: input.key, name: input.name, type: input.type },
+      () =>
+        new ItemIssue(
           `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
-        );
-      throw err;
-    }
+        ),
+    );
+    return showAttribute(row);
   },
   async update(deps, { item }) {
     const raw = item as Record<string, unknown>;

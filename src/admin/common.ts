@@ -205,3 +205,42 @@ export async function findLive<T extends LiveTable>(
     .where(and(eq(table.id, id), isNull(table.deletedAt)));
   return row as T['$inferSelect'] | undefined;
 }
+
+/** `list` and `get` of a top-level resource kept in a live table: its rows as `show` shows them. */
+export function liveReads<T extends LiveTable, Out>(table: T, show: (row: T['$inferSelect']) => Out) {
+  return {
+    async list(deps: Deps, page: { limit: number; skip: number }): Promise<Out[]> {
+      const rows = await listLive(deps, table, { limit: page.limit, skip: page.skip });
+      return rows.map((r) => show(r));
+    },
+    async get(deps: Deps, { id }: { id: string }): Promise<Out | null> {
+      const row = await findLive(deps, table, id);
+      return row ? show(row) : null;
+    },
+  };
+}
+
+/**
+ * Inserts one new row of a configuration table with a fresh id and `created` = `updated` = `now`;
+ * a unique violation (a key that is taken) throws `duplicate()`. The id and time are explicit:
+ * inside one transaction (configuration apply) the database's now() is the same for every row,
+ * which would lose the creation order.
+ */
+export async function insertNew<T extends LiveTable>(
+  deps: Deps,
+  table: T,
+  values: Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>,
+  duplicate: () => ItemIssue,
+  now: Date = new Date(deps.clock.now()),
+): Promise<T['$inferSelect']> {
+  try {
+    const [row] = await deps.db
+      .insert(table as PgTable)
+      .values({ id: newId(), ...values, created: now, updated: now })
+      .returning();
+    return row as T['$inferSelect'];
+  } catch (err) {
+    if (isUniqueViolation(err)) throw duplicate();
+    throw err;
+  }
+}

@@ -17,8 +17,8 @@ import {
   keySchema,
   listLive,
   nameSchema,
-  newId,
   rejectNulls,
+  insertNew,
 } from './common';
 
 const RANK_BY = ['metric', 'points', 'streak'] as const;
@@ -212,27 +212,22 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
     checkConfig(deps, config, { metricId: true, pointsSystemId: true, breakdownAttributes: true });
     const activating = input.status === 'active' || input.status === 'scheduled';
     const now = new Date(nowMs);
-    try {
-      const [row] = await deps.db
-        .insert(leaderboards)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          status: activating ? activate(config.start, today) : 'inactive',
-          maxParticipants: input.maxParticipants ?? 1000,
-          ...config,
-          activatedAt: activating ? now : null,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showLeaderboard(row!, nowMs);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('leaderboard');
-      throw err;
-    }
+    const row = await insertNew(
+      deps,
+      leaderboards,
+      {
+        key: input.key,
+        name: input.name,
+        description: input.description ?? null,
+        status: activating ? activate(config.start, today) : 'inactive',
+        maxParticipants: input.maxParticipants ?? 1000,
+        ...config,
+        activatedAt: activating ? now : null,
+      },
+      () => duplicateKey('leaderboard'),
+      now,
+    );
+    return showLeaderboard(row, nowMs);
   },
   async update(deps, { item }) {
     const raw = item as Record<string, unknown>;

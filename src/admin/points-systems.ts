@@ -12,14 +12,13 @@ import {
   duplicateKey,
   findLive,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keySchema,
-  listLive,
   nameSchema,
-  newId,
   rejectChanges,
   rejectNulls,
+  liveReads,
+  insertNew,
 } from './common';
 
 export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
@@ -90,36 +89,22 @@ export async function requirePointsSystem(deps: Deps, scope: Scope): Promise<voi
 export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSystem>> = {
   name: 'points system',
   schemas: { resource: AdminPointsSystemSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, pointsSystems, { limit, skip });
-    return rows.map(showPointsSystem);
-  },
-  async get(deps, { id }) {
-    const row = await findPointsSystem(deps, id);
-    return row ? showPointsSystem(row) : null;
-  },
+  ...liveReads(pointsSystems, showPointsSystem),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const now = new Date(deps.clock.now());
-    try {
-      const [row] = await deps.db
-        .insert(pointsSystems)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          badgeUrl: input.badge?.url ?? null,
-          maxPoints: input.maxPoints ?? null,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showPointsSystem(row!);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('points system');
-      throw err;
-    }
+    const row = await insertNew(
+      deps,
+      pointsSystems,
+      {
+        key: input.key,
+        name: input.name,
+        description: input.description ?? null,
+        badgeUrl: input.badge?.url ?? null,
+        maxPoints: input.maxPoints ?? null,
+      },
+      () => duplicateKey('points system'),
+    );
+    return showPointsSystem(row);
   },
   async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
