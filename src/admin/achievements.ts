@@ -6,22 +6,23 @@ import { backdateAchievement } from '../engine/backdate';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   badgeSchema,
   checkFilters,
   descriptionSchema,
   duplicateKey,
   filterListSchema,
   findLive,
+  insertNew,
   iso,
   isUniqueViolation,
   ItemIssue,
+  keyedColumns,
   keySchema,
   listLive,
   nameSchema,
+  parseItem,
   rejectNulls,
   showFilters,
-  insertNew,
 } from './common';
 
 const TRIGGERS = ['metric', 'streak', 'api', 'achievement'] as const;
@@ -283,19 +284,12 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
       },
       null,
     );
-    const row: AchievementRow = await insertNew(
-      deps,
-      achievements,
-      {
-        key: input.key,
-        name: input.name,
-        description: input.description ?? null,
-        badgeUrl: input.badge?.url ?? null,
-        status: input.status ?? 'inactive',
-        ...req,
-      },
-      () => duplicateKey('achievement'),
-    );
+    const row: AchievementRow = await insertNew(deps, achievements, 'achievement', {
+      ...keyedColumns(input),
+      badgeUrl: input.badge?.url ?? null,
+      status: input.status ?? 'inactive',
+      ...req,
+    });
     if (row.status === 'active') await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },

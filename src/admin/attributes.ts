@@ -5,16 +5,16 @@ import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   findLive,
+  insertNew,
   iso,
   ItemIssue,
   keySchema,
+  liveReads,
   nameSchema,
+  parseItem,
   rejectChanges,
   rejectNulls,
-  liveReads,
-  insertNew,
 } from './common';
 
 export const AdminAttributeSchema = z
@@ -67,15 +67,15 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     // Keys of deleted attributes stay reserved: the unique index covers every row.
-    const row = await insertNew(
-      deps,
-      attributes,
-      { key: input.key, name: input.name, type: input.type },
-      () =>
-        new ItemIssue(
-          `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
-        ),
-    );
+    const taken = () =>
+      new ItemIssue(
+        `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
+      );
+    const row = await insertNew(deps, attributes, taken, {
+      key: input.key,
+      name: input.name,
+      type: input.type,
+    });
     return showAttribute(row);
   },
   async update(deps, { item }) {

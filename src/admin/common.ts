@@ -220,17 +220,29 @@ export function liveReads<T extends LiveTable, Out>(table: T, show: (row: T['$in
   };
 }
 
+/** The columns a new keyed row takes from its create input as they are. */
+export const keyedColumns = (input: {
+  key: string;
+  name: string;
+  description?: string | null | undefined;
+}) => ({
+  key: input.key,
+  name: input.name,
+  description: input.description ?? null,
+});
+
 /**
  * Inserts one new row of a configuration table with a fresh id and `created` = `updated` = `now`;
- * a unique violation (a key that is taken) throws `duplicate()`. The id and time are explicit:
+ * a unique violation (a key that is taken) is `duplicateKey(resource)`, or `resource()` when that is
+ * a function. The id and time are explicit:
  * inside one transaction (configuration apply) the database's now() is the same for every row,
  * which would lose the creation order.
  */
 export async function insertNew<T extends LiveTable>(
   deps: Deps,
   table: T,
+  resource: string | (() => ItemIssue),
   values: Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>,
-  duplicate: () => ItemIssue,
   now: Date = new Date(deps.clock.now()),
 ): Promise<T['$inferSelect']> {
   try {
@@ -240,7 +252,7 @@ export async function insertNew<T extends LiveTable>(
       .returning();
     return row as T['$inferSelect'];
   } catch (err) {
-    if (isUniqueViolation(err)) throw duplicate();
+    if (isUniqueViolation(err)) throw typeof resource === 'string' ? duplicateKey(resource) : resource();
     throw err;
   }
 }

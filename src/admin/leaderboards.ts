@@ -6,19 +6,20 @@ import { type LeaderboardStatus, leaderboardStatus, utcDate } from '../engine/le
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   dateSchema,
   descriptionSchema,
   duplicateKey,
   findLive,
+  insertNew,
   iso,
   isUniqueViolation,
   ItemIssue,
+  keyedColumns,
   keySchema,
   listLive,
   nameSchema,
+  parseItem,
   rejectNulls,
-  insertNew,
 } from './common';
 
 const RANK_BY = ['metric', 'points', 'streak'] as const;
@@ -212,21 +213,14 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
     checkConfig(deps, config, { metricId: true, pointsSystemId: true, breakdownAttributes: true });
     const activating = input.status === 'active' || input.status === 'scheduled';
     const now = new Date(nowMs);
-    const row = await insertNew(
-      deps,
-      leaderboards,
-      {
-        key: input.key,
-        name: input.name,
-        description: input.description ?? null,
-        status: activating ? activate(config.start, today) : 'inactive',
-        maxParticipants: input.maxParticipants ?? 1000,
-        ...config,
-        activatedAt: activating ? now : null,
-      },
-      () => duplicateKey('leaderboard'),
-      now,
-    );
+    const values = {
+      ...keyedColumns(input),
+      status: activating ? activate(config.start, today) : 'inactive',
+      maxParticipants: input.maxParticipants ?? 1000,
+      ...config,
+      activatedAt: activating ? now : null,
+    } as const;
+    const row = await insertNew(deps, leaderboards, 'leaderboard', values, now);
     return showLeaderboard(row, nowMs);
   },
   async update(deps, { item }) {

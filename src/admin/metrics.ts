@@ -5,16 +5,15 @@ import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
 import type { BulkResource } from './resource';
 import {
-  parseItem,
-  duplicateKey,
   findLive,
+  insertNew,
   iso,
   ItemIssue,
   keySchema,
-  nameSchema,
-  rejectNulls,
   liveReads,
-  insertNew,
+  nameSchema,
+  parseItem,
+  rejectNulls,
 } from './common';
 
 export const AdminMetricSchema = z
@@ -83,9 +82,12 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     const unitType = input.unitType ?? 'number';
     const units = input.units ?? null;
     checkUnits(unitType, units);
-    const row = await insertNew(deps, metrics, { key: input.key, name: input.name, unitType, units }, () =>
-      duplicateKey('metric'),
-    );
+    const row = await insertNew(deps, metrics, 'metric', {
+      key: input.key,
+      name: input.name,
+      unitType,
+      units,
+    });
     return showMetric(row);
   },
   async update(deps, { item }) {

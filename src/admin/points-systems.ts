@@ -6,19 +6,19 @@ import { notFoundNamed } from '../errors';
 import { type BulkResource, isUuid, type Scope } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   badgeSchema,
   descriptionSchema,
-  duplicateKey,
   findLive,
+  insertNew,
   iso,
   ItemIssue,
+  keyedColumns,
   keySchema,
+  liveReads,
   nameSchema,
+  parseItem,
   rejectChanges,
   rejectNulls,
-  liveReads,
-  insertNew,
 } from './common';
 
 export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
@@ -92,18 +92,11 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
   ...liveReads(pointsSystems, showPointsSystem),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const row = await insertNew(
-      deps,
-      pointsSystems,
-      {
-        key: input.key,
-        name: input.name,
-        description: input.description ?? null,
-        badgeUrl: input.badge?.url ?? null,
-        maxPoints: input.maxPoints ?? null,
-      },
-      () => duplicateKey('points system'),
-    );
+    const row = await insertNew(deps, pointsSystems, 'points system', {
+      ...keyedColumns(input),
+      badgeUrl: input.badge?.url ?? null,
+      maxPoints: input.maxPoints ?? null,
+    });
     return showPointsSystem(row);
   },
   async update(deps, { item }) {
