@@ -26,3 +26,20 @@ export const NameKeyInputs: FC<{
     <Input form={p.form} name="key" label="Key" placeholder={p.placeholders[1]} hint={p.keyHint} />
   </>
 );
+
+/** The textarea of a configuration document (JSON or YAML), with the error that refused it. */
+export const DocumentField: FC<{ label: string; rows: number; text: string; error?: string | undefined }> = (
+  p,
+) => (
+  <div class={`field${p.error ? ' bad' : ''}`} data-field="document">
+    <label for="f-document">{p.label}</label>
+    <textarea id="f-document" name="document" rows={p.rows}>
+      {p.text}
+    </textarea>
+    {p.error ? (
+      <div class="err" id="err-document" role="alert">
+        {p.error}
+      </div>
+    ) : null}
+  </div>
+);

@@ -8,6 +8,7 @@ import { exportDocument } from '../../config-as-code/items';
 import type { Deps } from '../../deps';
 import { checked, done, formOf, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
+import { DocumentField } from '../components/form';
 import { Table } from '../components/table';
 import { Csrf, Layout, type PageCtx, when } from '../ui';
 
@@ -88,17 +89,12 @@ async function page(
         <h3>Import</h3>
         <form method="post" action={`${PATH}/plan`} class="stack">
           <Csrf token={ctx.csrf} />
-          <div class={`field${opts.error ? ' bad' : ''}`} data-field="document">
-            <label for="f-document">Document (JSON or YAML, format laurel.config/v1)</label>
-            <textarea id="f-document" name="document" rows={14}>
-              {opts.text ?? ''}
-            </textarea>
-            {opts.error ? (
-              <div class="err" id="err-document" role="alert">
-                {opts.error}
-              </div>
-            ) : null}
-          </div>
+          <DocumentField
+            label="Document (JSON or YAML, format laurel.config/v1)"
+            rows={14}
+            text={opts.text ?? ''}
+            error={opts.error}
+          />
           <label>
             <input type="checkbox" name="prune" checked={opts.prune ?? false} /> Prune: delete items of the
             document's sections that it does not name

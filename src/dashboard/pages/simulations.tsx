@@ -17,6 +17,7 @@ import {
 import { BarChart } from '../charts';
 import { checked, done, formOf, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
+import { DocumentField } from '../components/form';
 import { Table } from '../components/table';
 import { Csrf, Empty, Layout, type PageCtx, Stat, Status, fmt, when } from '../ui';
 
@@ -39,6 +40,11 @@ const Sides: FC<{ current: Child; draft: Child; title?: string }> = (p) => (
       {p.draft}
     </div>
   </div>
+);
+
+/** The same chart (or table) of the current configuration and of the draft, side by side. */
+const BothSides: FC<{ title?: string; show: (side: 'current' | 'draft') => Child }> = (p) => (
+  <Sides title={p.title} current={p.show('current')} draft={p.show('draft')} />
 );
 
 const delta = (a: number | null, b: number | null) => {
@@ -95,40 +101,26 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
           {fmt(p.distribution.draft?.percentiles.p90 ?? null)}, max {fmt(p.distribution.current?.max ?? null)}{' '}
           → {fmt(p.distribution.draft?.max ?? null)}
         </p>
-        <Sides
+        <BothSides
           title="Users by total"
-          current={
+          show={(side) => (
             <BarChart
               width={420}
               unit="users by total"
-              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h.current }))}
+              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h[side] }))}
             />
-          }
-          draft={
-            <BarChart
-              width={420}
-              unit="users by total"
-              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h.draft }))}
-            />
-          }
+          )}
         />
         {p.awardsPerDay.length ? (
-          <Sides
+          <BothSides
             title="Points awarded per day (UTC)"
-            current={
+            show={(side) => (
               <BarChart
                 width={420}
                 unit="points awarded per day"
-                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d.current }))}
+                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d[side] }))}
               />
-            }
-            draft={
-              <BarChart
-                width={420}
-                unit="points awarded per day"
-                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d.draft }))}
-              />
-            }
+            )}
           />
         ) : null}
         <Table
@@ -192,30 +184,19 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
       </div>
       <div class="card">
         <h3>Streak lengths</h3>
-        <Sides
+        <BothSides
           title="Users by streak length"
-          current={
+          show={(side) => (
             <BarChart
               width={300}
               height={150}
               unit="users by streak length"
               bars={r.streaks.histogram.map((h) => ({
                 label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
-                value: h.current,
+                value: h[side],
               }))}
             />
-          }
-          draft={
-            <BarChart
-              width={300}
-              height={150}
-              unit="users by streak length"
-              bars={r.streaks.histogram.map((h) => ({
-                label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
-                value: h.draft,
-              }))}
-            />
-          }
+          )}
         />
       </div>
     </div>
@@ -224,7 +205,7 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
         <h3>
           Leaderboard: {b.name} <span class="sub">({fmt(b.rankChanges)} users change rank)</span>
         </h3>
-        <Sides current={<TopTable rows={b.top.current} />} draft={<TopTable rows={b.top.draft} />} />
+        <BothSides show={(side) => <TopTable rows={b.top[side]} />} />
       </div>
     ))}
     <div class="card">
@@ -316,19 +297,12 @@ async function listPage(deps: Deps, ctx: PageCtx, opts: { text?: string; error?:
         <h3>New simulation</h3>
         <form method="post" action={PATH} class="stack">
           <Csrf token={ctx.csrf} />
-          <div class={`field${opts.error ? ' bad' : ''}`} data-field="document">
-            <label for="f-document">
-              Draft configuration (JSON or YAML, laurel.config/v1; starts as the current one)
-            </label>
-            <textarea id="f-document" name="document" rows={16}>
-              {text}
-            </textarea>
-            {opts.error ? (
-              <div class="err" id="err-document" role="alert">
-                {opts.error}
-              </div>
-            ) : null}
-          </div>
+          <DocumentField
+            label="Draft configuration (JSON or YAML, laurel.config/v1; starts as the current one)"
+            rows={16}
+            text={text}
+            error={opts.error}
+          />
           <div class="grid" style="grid-template-columns:1fr 1fr 1fr">
             <div class="field">
               <label for="f-from">From (optional, ISO date)</label>
