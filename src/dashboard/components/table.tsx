@@ -1,4 +1,4 @@
-import type { Child, FC } from 'hono/jsx';
+import type { Child, FC, PropsWithChildren } from 'hono/jsx';
 import { Empty, PostButton } from '../ui';
 
 /** A column heading: its text, or `numeric(text)` for a right-aligned number column. */
@@ -47,3 +47,29 @@ export const StatusButton: FC<{
     <PostButton action={p.action} csrf={p.csrf} label={move[0]} fields={{ status: move[1] }} />
   ) : null;
 };
+
+/** A row's first cell: its name (a link when there is `href`) over its key. */
+export const NameCell: FC<{ name: string; code: string; href?: string }> = (p) => (
+  <td>
+    {p.href ? (
+      <a href={p.href}>
+        <strong>{p.name}</strong>
+      </a>
+    ) : (
+      <strong>{p.name}</strong>
+    )}
+    <div class="sub">
+      <code>{p.code}</code>
+    </div>
+  </td>
+);
+
+/** A row's last cell: its other buttons, then the one that deletes the row (POST `${href}/delete`). */
+export const RowActions: FC<PropsWithChildren<{ href: string; csrf: string }>> = (p) => (
+  <td>
+    <div class="actions">
+      {p.children}
+      <DeleteButton action={`${p.href}/delete`} csrf={p.csrf} />
+    </div>
+  </td>
+);

@@ -6,7 +6,7 @@ import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, typ
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { DeleteButton, numeric, StatusButton, Table } from '../components/table';
+import { NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
 import {
   Checkbox,
   emptyForm,
@@ -95,12 +95,7 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             const pct = users ? (100 * done) / users : 0;
             return (
               <tr>
-                <td>
-                  <strong>{a.name}</strong>
-                  <div class="sub">
-                    <code>{a.key}</code>
-                  </div>
-                </td>
+                <NameCell name={a.name} code={a.key} />
                 <td>{requirement(a)}</td>
                 <td>
                   <Status s={a.status} />
@@ -112,18 +107,14 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
                   </span>
                   {users ? `${pct.toFixed(1)}%` : '–'}
                 </td>
-                <td>
-                  <div class="actions">
-                    <StatusButton
-                      action={`/dashboard/achievements/${a.id}/status`}
-                      csrf={ctx.csrf}
-                      status={a.status}
-                      moves={ACHIEVEMENT_MOVES}
-                    />
-
-                    <DeleteButton action={`/dashboard/achievements/${a.id}/delete`} csrf={ctx.csrf} />
-                  </div>
-                </td>
+                <RowActions href={`/dashboard/achievements/${a.id}`} csrf={ctx.csrf}>
+                  <StatusButton
+                    action={`/dashboard/achievements/${a.id}/status`}
+                    csrf={ctx.csrf}
+                    status={a.status}
+                    moves={ACHIEVEMENT_MOVES}
+                  />
+                </RowActions>
               </tr>
             );
           }}

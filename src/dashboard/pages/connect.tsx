@@ -18,7 +18,7 @@ import { attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../fo
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { PostForm } from '../components/form';
-import { DeleteButton, numeric, Table } from '../components/table';
+import { DeleteButton, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
   Empty,
@@ -123,17 +123,14 @@ async function webhooksPage(
                   href={`/dashboard/webhooks/${w.id}`}
                 />
               </td>
-              <td>
-                <div class="actions">
-                  <PostButton
-                    action={`/dashboard/webhooks/${w.id}/enabled`}
-                    csrf={ctx.csrf}
-                    label={w.enabled ? 'Disable' : 'Enable'}
-                    fields={{ enabled: w.enabled ? 'off' : 'on' }}
-                  />
-                  <DeleteButton action={`/dashboard/webhooks/${w.id}/delete`} csrf={ctx.csrf} />
-                </div>
-              </td>
+              <RowActions href={`/dashboard/webhooks/${w.id}`} csrf={ctx.csrf}>
+                <PostButton
+                  action={`/dashboard/webhooks/${w.id}/enabled`}
+                  csrf={ctx.csrf}
+                  label={w.enabled ? 'Disable' : 'Enable'}
+                  fields={{ enabled: w.enabled ? 'off' : 'on' }}
+                />
+              </RowActions>
             </tr>
           )}
         />

@@ -10,7 +10,7 @@ import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values 
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { DeleteButton, numeric, StatusButton, Table } from '../components/table';
+import { NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
 import {
   Empty,
   emptyForm,
@@ -103,14 +103,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
           empty="No leaderboards yet."
           row={(b) => (
             <tr>
-              <td>
-                <a href={`/dashboard/leaderboards/${b.id}`}>
-                  <strong>{b.name}</strong>
-                </a>
-                <div class="sub">
-                  <code>{b.key}</code>
-                </div>
-              </td>
+              <NameCell name={b.name} code={b.key} href={`/dashboard/leaderboards/${b.id}`} />
               <td>{ranks(b)}</td>
               <td class="num" data-participants={b.key} title="Users ranked in the current run">
                 {fmt(participants.get(b.id))}
@@ -122,17 +115,14 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               <td>
                 <Status s={b.status} />
               </td>
-              <td>
-                <div class="actions">
-                  <StatusButton
-                    action={`/dashboard/leaderboards/${b.id}/status`}
-                    csrf={ctx.csrf}
-                    status={b.status}
-                    moves={BOARD_MOVES}
-                  />
-                  <DeleteButton action={`/dashboard/leaderboards/${b.id}/delete`} csrf={ctx.csrf} />
-                </div>
-              </td>
+              <RowActions href={`/dashboard/leaderboards/${b.id}`} csrf={ctx.csrf}>
+                <StatusButton
+                  action={`/dashboard/leaderboards/${b.id}/status`}
+                  csrf={ctx.csrf}
+                  status={b.status}
+                  moves={BOARD_MOVES}
+                />
+              </RowActions>
             </tr>
           )}
         />

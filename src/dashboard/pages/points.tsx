@@ -11,7 +11,7 @@ import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from
 import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { DeleteButton, numeric, StatusButton, Table } from '../components/table';
+import { DeleteButton, NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
 import {
   Empty,
   emptyForm,
@@ -67,14 +67,7 @@ async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               const cfg = snap.systemsById.get(s.id);
               return (
                 <tr>
-                  <td>
-                    <a href={`/dashboard/points/${s.id}`}>
-                      <strong>{s.name}</strong>
-                    </a>
-                    <div class="sub">
-                      <code>{s.key}</code>
-                    </div>
-                  </td>
+                  <NameCell name={s.name} code={s.key} href={`/dashboard/points/${s.id}`} />
                   <td class="num">{cfg?.triggers.length ?? 0}</td>
                   <td class="num">{cfg?.levels.length ?? 0}</td>
                   <td class="num">{cfg?.boosts.length ?? 0}</td>
@@ -198,12 +191,7 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
             empty="No levels yet."
             row={(l, i) => (
               <tr>
-                <td>
-                  <strong>{l.name}</strong>
-                  <div class="sub">
-                    <code>{l.key}</code>
-                  </div>
-                </td>
+                <NameCell name={l.name} code={l.key} />
                 <td class="num">{fmt(l.points)}</td>
                 <td class="num">
                   {fmt(reached[i])}
@@ -247,17 +235,14 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
                 <Status s={t.status} />
               </td>
               <td>{t.updated.slice(0, 10)}</td>
-              <td>
-                <div class="actions">
-                  <StatusButton
-                    action={`${base}/triggers/${t.id}/status`}
-                    csrf={ctx.csrf}
-                    status={t.status}
-                    moves={TRIGGER_MOVES}
-                  />
-                  <DeleteButton action={`${base}/triggers/${t.id}/delete`} csrf={ctx.csrf} />
-                </div>
-              </td>
+              <RowActions href={`${base}/triggers/${t.id}`} csrf={ctx.csrf}>
+                <StatusButton
+                  action={`${base}/triggers/${t.id}/status`}
+                  csrf={ctx.csrf}
+                  status={t.status}
+                  moves={TRIGGER_MOVES}
+                />
+              </RowActions>
             </tr>
           )}
         />
