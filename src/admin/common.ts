@@ -132,7 +132,7 @@ export function duplicateKey(resource: string): ItemIssue {
 }
 
 /** PATCH rule: an absent field is unchanged; `null` clears nullable fields only. */
-export function rejectNulls(item: Record<string, unknown>, nonNullable: string[]): void {
+export function rejectNulls(item: Record<string, unknown>, nonNullable: readonly string[]): void {
   for (const f of nonNullable) {
     if (f in item && item[f] === null) throw new ItemIssue(`${f} cannot be null`);
   }

@@ -29,6 +29,14 @@ const TYPE_FIELDS: Record<TriggerType, readonly string[]> = {
 };
 const ALL_TYPE_FIELDS = [...Object.values(TYPE_FIELDS).flat(), 'eventAttributes'];
 
+/** The fields of a trigger item that are never null: type, points, status and those of every type. */
+export const TRIGGER_FIELDS: readonly string[] = [
+  'type',
+  'points',
+  'status',
+  ...Object.values(TYPE_FIELDS).flat(),
+];
+
 const FilterOutSchema = z.object({
   attributeId: z.uuid(),
   attributeKey: z.string().nullable(),
@@ -208,17 +216,7 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
   },
   async update(deps, { item, ...scope }) {
     const raw = item as Record<string, unknown>;
-    rejectNulls(raw, [
-      'type',
-      'points',
-      'status',
-      'metricId',
-      'metricThreshold',
-      'achievementId',
-      'streakLength',
-      'timeUnit',
-      'timeInterval',
-    ]);
+    rejectNulls(raw, TRIGGER_FIELDS);
     const input = parseItem(updateSchema, item);
     const current = await findTrigger(deps, systemIdOf(scope), input.id);
     if (!current) throw new ItemIssue('Trigger not found');

@@ -32,6 +32,9 @@ export const DeleteButton: FC<{ action: string; csrf: string; label?: string }> 
   <PostButton action={p.action} csrf={p.csrf} label={p.label ?? 'Delete'} kind="danger" />
 );
 
+/** Per status, the label of the button that moves a row on and the status it moves it to. */
+type Moves = Readonly<Record<string, readonly [label: string, next: string]>>;
+
 /**
  * The button that moves a row on from its `status`: `moves[status]` is the button's label and the
  * status it posts to `action`; nothing when that status has no move.
@@ -40,7 +43,7 @@ export const StatusButton: FC<{
   action: string;
   csrf: string;
   status: string;
-  moves: Readonly<Record<string, readonly [label: string, next: string]>>;
+  moves: Moves;
 }> = (p) => {
   const move = p.moves[p.status];
   return move ? (
@@ -64,10 +67,18 @@ export const NameCell: FC<{ name: string; code: string; href?: string }> = (p) =
   </td>
 );
 
-/** A row's last cell: its other buttons, then the one that deletes the row (POST `${href}/delete`). */
-export const RowActions: FC<PropsWithChildren<{ href: string; csrf: string }>> = (p) => (
+/**
+ * A row's last cell: with `moves`, the StatusButton that posts to `${href}/status`; then any other
+ * buttons; last the one that deletes the row (POST `${href}/delete`).
+ */
+export const RowActions: FC<
+  PropsWithChildren<{ href: string; csrf: string; status?: string; moves?: Moves }>
+> = (p) => (
   <td>
     <div class="actions">
+      {p.moves ? (
+        <StatusButton action={`${p.href}/status`} csrf={p.csrf} status={p.status ?? ''} moves={p.moves} />
+      ) : null}
       {p.children}
       <DeleteButton action={`${p.href}/delete`} csrf={p.csrf} />
     </div>

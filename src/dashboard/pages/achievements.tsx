@@ -6,7 +6,7 @@ import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, typ
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
+import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
   emptyForm,
@@ -107,14 +107,12 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
                   </span>
                   {users ? `${pct.toFixed(1)}%` : '–'}
                 </td>
-                <RowActions href={`/dashboard/achievements/${a.id}`} csrf={ctx.csrf}>
-                  <StatusButton
-                    action={`/dashboard/achievements/${a.id}/status`}
-                    csrf={ctx.csrf}
-                    status={a.status}
-                    moves={ACHIEVEMENT_MOVES}
-                  />
-                </RowActions>
+                <RowActions
+                  href={`/dashboard/achievements/${a.id}`}
+                  csrf={ctx.csrf}
+                  status={a.status}
+                  moves={ACHIEVEMENT_MOVES}
+                />
               </tr>
             );
           }}

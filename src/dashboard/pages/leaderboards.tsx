@@ -10,7 +10,7 @@ import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values 
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
+import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Empty,
   emptyForm,
@@ -115,14 +115,12 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               <td>
                 <Status s={b.status} />
               </td>
-              <RowActions href={`/dashboard/leaderboards/${b.id}`} csrf={ctx.csrf}>
-                <StatusButton
-                  action={`/dashboard/leaderboards/${b.id}/status`}
-                  csrf={ctx.csrf}
-                  status={b.status}
-                  moves={BOARD_MOVES}
-                />
-              </RowActions>
+              <RowActions
+                href={`/dashboard/leaderboards/${b.id}`}
+                csrf={ctx.csrf}
+                status={b.status}
+                moves={BOARD_MOVES}
+              />
             </tr>
           )}
         />

@@ -3,7 +3,7 @@ import { boostsResource } from '../../admin/boosts';
 import { levelsResource } from '../../admin/levels';
 import { pointsSystemsResource, requirePointsSystem } from '../../admin/points-systems';
 import type { BulkResource } from '../../admin/resource';
-import { triggersResource } from '../../admin/triggers';
+import { TRIGGER_FIELDS, triggersResource } from '../../admin/triggers';
 import type { Deps } from '../../deps';
 import { BarChart } from '../charts';
 import { pointsHistogram, usersAtLeast } from '../data';
@@ -11,7 +11,7 @@ import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from
 import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { NameKeyInputs, PostForm } from '../components/form';
-import { DeleteButton, NameCell, numeric, RowActions, StatusButton, Table } from '../components/table';
+import { DeleteButton, NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Empty,
   emptyForm,
@@ -28,17 +28,6 @@ import {
 } from '../ui';
 
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
-const TRIGGER_FIELDS = [
-  'type',
-  'points',
-  'status',
-  'metricId',
-  'metricThreshold',
-  'achievementId',
-  'streakLength',
-  'timeUnit',
-  'timeInterval',
-] as const;
 const LEVEL_FIELDS = ['name', 'key', 'points', 'description', 'badge'] as const;
 const TRIGGER_MOVES = {
   active: ['Deactivate', 'inactive'],
@@ -235,14 +224,12 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
                 <Status s={t.status} />
               </td>
               <td>{t.updated.slice(0, 10)}</td>
-              <RowActions href={`${base}/triggers/${t.id}`} csrf={ctx.csrf}>
-                <StatusButton
-                  action={`${base}/triggers/${t.id}/status`}
-                  csrf={ctx.csrf}
-                  status={t.status}
-                  moves={TRIGGER_MOVES}
-                />
-              </RowActions>
+              <RowActions
+                href={`${base}/triggers/${t.id}`}
+                csrf={ctx.csrf}
+                status={t.status}
+                moves={TRIGGER_MOVES}
+              />
             </tr>
           )}
         />
