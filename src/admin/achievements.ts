@@ -8,6 +8,7 @@ import { z } from '../zod';
 import {
   badgeSchema,
   checkFilters,
+  describedOutFields,
   descriptionSchema,
   duplicateKey,
   filterListSchema,
@@ -37,11 +38,7 @@ const FilterOutSchema = z.object({
 
 export const AdminAchievementSchema = z
   .object({
-    id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badge: z.object({ url: z.string() }).nullable(),
+    ...describedOutFields,
     trigger: z.enum(TRIGGERS),
     status: z.enum(['inactive', 'active', 'locked']),
     metricId: z.uuid().optional(),

@@ -13,8 +13,7 @@ import {
   liveReads,
   nameSchema,
   parseItem,
-  rejectChanges,
-  rejectNulls,
+  patchTarget,
 } from './common';
 
 export const AdminAttributeSchema = z
@@ -79,12 +78,12 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
     return showAttribute(row);
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name']);
-    const input = parseItem(updateSchema, item);
-    const current = await findAttribute(deps, input.id);
-    if (!current) throw new ItemIssue('Attribute not found');
-    rejectChanges(raw, current, ['key', 'type']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Attribute', nonNullable: ['name'], fixed: ['key', 'type'] },
+      (id) => findAttribute(deps, id),
+    );
     const [row] = await deps.db
       .update(attributes)
       .set({ name: input.name ?? current.name, updated: new Date(deps.clock.now()) })

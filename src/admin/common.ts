@@ -35,6 +35,18 @@ export const keySchema = z
 export const nameSchema = z.string().min(1).max(255);
 export const descriptionSchema = z.string().max(1000).nullable();
 export const uuidSchema = z.uuid();
+/** A badge as resources show it: its URL, or null. */
+export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
+
+/** The fields every described resource (achievement, points system, level) shows first. */
+export const describedOutFields = {
+  id: z.uuid(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  badge: BadgeOutSchema,
+};
+
 export const badgeSchema = z
   .object({
     url: z
@@ -168,7 +180,7 @@ export function newId(): string {
 export function rejectChanges(
   item: Record<string, unknown>,
   current: Record<string, unknown>,
-  fields: string[],
+  fields: readonly string[],
 ): void {
   for (const f of fields) {
     if (item[f] !== undefined && item[f] !== current[f]) throw new ItemIssue(`${f} cannot be changed`);
@@ -255,4 +267,23 @@ export async function insertNew<T extends LiveTable>(
     if (isUniqueViolation(err)) throw typeof resource === 'string' ? duplicateKey(resource) : resource();
     throw err;
   }
+}
+
+/**
+ * The start of a PATCH of one item: `null` refused for the `nonNullable` fields, the item parsed,
+ * the current row found (else "`name` not found") and changes of the `fixed` fields refused.
+ */
+export async function patchTarget<S extends z.ZodType, Row extends object>(
+  item: unknown,
+  schema: S,
+  rules: { name: string; nonNullable: readonly string[]; fixed?: readonly string[] },
+  find: (id: string) => Promise<Row | undefined>,
+): Promise<{ input: z.output<S>; current: Row }> {
+  const raw = item as Record<string, unknown>;
+  rejectNulls(raw, rules.nonNullable);
+  const input = parseItem(schema, item);
+  const current = await find((input as { id: string }).id);
+  if (!current) throw new ItemIssue(`${rules.name} not found`);
+  rejectChanges(raw, current as Record<string, unknown>, rules.fixed ?? []);
+  return { input, current };
 }

@@ -7,6 +7,7 @@ import { type BulkResource, isUuid, type Scope } from './resource';
 import { z } from '../zod';
 import {
   badgeSchema,
+  describedOutFields,
   descriptionSchema,
   findLive,
   insertNew,
@@ -17,19 +18,12 @@ import {
   liveReads,
   nameSchema,
   parseItem,
-  rejectChanges,
-  rejectNulls,
+  patchTarget,
 } from './common';
-
-export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
 
 export const AdminPointsSystemSchema = z
   .object({
-    id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badge: BadgeOutSchema,
+    ...describedOutFields,
     maxPoints: z.number().int().nullable(),
     created: z.string(),
     updated: z.string(),
@@ -100,12 +94,12 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
     return showPointsSystem(row);
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name']);
-    const input = parseItem(updateSchema, item);
-    const current = await findPointsSystem(deps, input.id);
-    if (!current) throw new ItemIssue('Points system not found');
-    rejectChanges(raw, current, ['key']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Points system', nonNullable: ['name'], fixed: ['key'] },
+      (id) => findPointsSystem(deps, id),
+    );
     // Lowering maxPoints never reduces existing totals: only future awards are capped.
     const [row] = await deps.db
       .update(pointsSystems)

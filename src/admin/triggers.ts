@@ -7,11 +7,11 @@ import { z } from '../zod';
 import {
   checkFilters,
   filterListSchema,
-  ItemIssue,
   iso,
+  ItemIssue,
   newId,
   parseItem,
-  rejectNulls,
+  patchTarget,
   showFilters,
 } from './common';
 import { requirePointsSystem, systemIdOf } from './points-systems';
@@ -215,11 +215,12 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
     return showTrigger(snap, row!);
   },
   async update(deps, { item, ...scope }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, TRIGGER_FIELDS);
-    const input = parseItem(updateSchema, item);
-    const current = await findTrigger(deps, systemIdOf(scope), input.id);
-    if (!current) throw new ItemIssue('Trigger not found');
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Trigger', nonNullable: TRIGGER_FIELDS },
+      (id) => findTrigger(deps, systemIdOf(scope), id),
+    );
     const snap = deps.catalog.snapshot;
 
     const type = input.type ?? current.type;
