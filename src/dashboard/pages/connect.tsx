@@ -21,7 +21,6 @@ import { PostForm } from '../components/form';
 import { DeleteButton, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
-  Empty,
   emptyForm,
   type FormState,
   fmt,
