@@ -6,20 +6,22 @@ import { backdateAchievement } from '../services/backdate';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   badgeSchema,
   checkFilters,
+  describedOutFields,
   descriptionSchema,
   duplicateKey,
   filterListSchema,
   findLive,
+  insertNew,
   iso,
   isUniqueViolation,
   ItemIssue,
+  keyedColumns,
   keySchema,
   listLive,
   nameSchema,
-  newId,
+  parseItem,
   rejectNulls,
   showFilters,
 } from './common';
@@ -36,11 +38,7 @@ const FilterOutSchema = z.object({
 
 export const AdminAchievementSchema = z
   .object({
-    id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badge: z.object({ url: z.string() }).nullable(),
+    ...describedOutFields,
     trigger: z.enum(TRIGGERS),
     status: z.enum(['inactive', 'active', 'locked']),
     metricId: z.uuid().optional(),
@@ -283,27 +281,12 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
       },
       null,
     );
-    const now = new Date(deps.clock.now());
-    let row: AchievementRow;
-    try {
-      [row] = (await deps.db
-        .insert(achievements)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          badgeUrl: input.badge?.url ?? null,
-          status: input.status ?? 'inactive',
-          ...req,
-          created: now,
-          updated: now,
-        })
-        .returning()) as [AchievementRow];
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('achievement');
-      throw err;
-    }
+    const row: AchievementRow = await insertNew(deps, achievements, 'achievement', {
+      ...keyedColumns(input),
+      badgeUrl: input.badge?.url ?? null,
+      status: input.status ?? 'inactive',
+      ...req,
+    });
     if (row.status === 'active') await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },

@@ -6,15 +6,14 @@ import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  ItemIssue,
   iso,
   isoOrNull,
   isUniqueViolation,
+  ItemIssue,
   nameSchema,
   newId,
   parseItem,
-  rejectChanges,
-  rejectNulls,
+  patchTarget,
 } from './common';
 
 export const AdminApiKeySchema = z
@@ -108,12 +107,12 @@ export const apiKeysResource: BulkResource<ShownApiKey> = {
     }
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name']);
-    const input = parseItem(updateSchema, item);
-    const current = await findKey(deps, input.id);
-    if (!current) throw new ItemIssue('API key not found');
-    rejectChanges(raw, current, ['kind', 'prefix', 'status']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'API key', nonNullable: ['name'], fixed: ['kind', 'prefix', 'status'] },
+      (id) => findKey(deps, id),
+    );
     const [row] = await deps.db
       .update(apiKeys)
       .set({

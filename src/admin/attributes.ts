@@ -5,17 +5,15 @@ import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   findLive,
+  insertNew,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keySchema,
-  listLive,
+  liveReads,
   nameSchema,
-  newId,
-  rejectChanges,
-  rejectNulls,
+  parseItem,
+  patchTarget,
 } from './common';
 
 export const AdminAttributeSchema = z
@@ -64,46 +62,28 @@ async function findAttribute(deps: Deps, id: string): Promise<AttributeRow | und
 export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> = {
   name: 'attribute',
   schemas: { resource: AdminAttributeSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, attributes, { limit, skip });
-    return rows.map(showAttribute);
-  },
-  async get(deps, { id }) {
-    const row = await findAttribute(deps, id);
-    return row ? showAttribute(row) : null;
-  },
+  ...liveReads(attributes, showAttribute),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const now = new Date(deps.clock.now());
-    try {
-      const [row] = await deps.db
-        .insert(attributes)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          type: input.type,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showAttribute(row!);
-    } catch (err) {
-      // Keys of deleted attributes stay reserved: the unique index covers every row.
-      if (isUniqueViolation(err))
-        throw new ItemIssue(
-          `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
-        );
-      throw err;
-    }
+    // Keys of deleted attributes stay reserved: the unique index covers every row.
+    const taken = () =>
+      new ItemIssue(
+        `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
+      );
+    const row = await insertNew(deps, attributes, taken, {
+      key: input.key,
+      name: input.name,
+      type: input.type,
+    });
+    return showAttribute(row);
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name']);
-    const input = parseItem(updateSchema, item);
-    const current = await findAttribute(deps, input.id);
-    if (!current) throw new ItemIssue('Attribute not found');
-    rejectChanges(raw, current, ['key', 'type']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Attribute', nonNullable: ['name'], fixed: ['key', 'type'] },
+      (id) => findAttribute(deps, id),
+    );
     const [row] = await deps.db
       .update(attributes)
       .set({ name: input.name ?? current.name, updated: new Date(deps.clock.now()) })

@@ -8,13 +8,12 @@ import {
   checkFilters,
   dateSchema,
   filterListSchema,
-  ItemIssue,
   iso,
+  ItemIssue,
   nameSchema,
   newId,
   parseItem,
-  rejectChanges,
-  rejectNulls,
+  patchTarget,
   showFilters,
 } from './common';
 import { requirePointsSystem, systemIdOf } from './points-systems';
@@ -171,12 +170,12 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
     return showBoost(snap, row!, now.getTime());
   },
   async update(deps, { item, ...scope }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name', 'start', 'multiplier', 'rounding']);
-    const input = parseItem(updateSchema, item);
-    const current = await findBoost(deps, systemIdOf(scope), input.id);
-    if (!current) throw new ItemIssue('Boost not found');
-    rejectChanges(raw, current, ['userId']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Boost', nonNullable: ['name', 'start', 'multiplier', 'rounding'], fixed: ['userId'] },
+      (id) => findBoost(deps, systemIdOf(scope), id),
+    );
     const start = input.start ?? current.start;
     const end = input.end === undefined ? current.end : input.end;
     checkWindow(start, end);

@@ -35,6 +35,18 @@ export const keySchema = z
 export const nameSchema = z.string().min(1).max(255);
 export const descriptionSchema = z.string().max(1000).nullable();
 export const uuidSchema = z.uuid();
+/** A badge as resources show it: its URL, or null. */
+export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
+
+/** The fields every described resource (achievement, points system, level) shows first. */
+export const describedOutFields = {
+  id: z.uuid(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  badge: BadgeOutSchema,
+};
+
 export const badgeSchema = z
   .object({
     url: z
@@ -132,7 +144,7 @@ export function duplicateKey(resource: string): ItemIssue {
 }
 
 /** PATCH rule: an absent field is unchanged; `null` clears nullable fields only. */
-export function rejectNulls(item: Record<string, unknown>, nonNullable: string[]): void {
+export function rejectNulls(item: Record<string, unknown>, nonNullable: readonly string[]): void {
   for (const f of nonNullable) {
     if (f in item && item[f] === null) throw new ItemIssue(`${f} cannot be null`);
   }
@@ -168,7 +180,7 @@ export function newId(): string {
 export function rejectChanges(
   item: Record<string, unknown>,
   current: Record<string, unknown>,
-  fields: string[],
+  fields: readonly string[],
 ): void {
   for (const f of fields) {
     if (item[f] !== undefined && item[f] !== current[f]) throw new ItemIssue(`${f} cannot be changed`);
@@ -204,4 +216,74 @@ export async function findLive<T extends LiveTable>(
     .from(table as PgTable)
     .where(and(eq(table.id, id), isNull(table.deletedAt)));
   return row as T['$inferSelect'] | undefined;
+}
+
+/** `list` and `get` of a top-level resource kept in a live table: its rows as `show` shows them. */
+export function liveReads<T extends LiveTable, Out>(table: T, show: (row: T['$inferSelect']) => Out) {
+  return {
+    async list(deps: Deps, page: { limit: number; skip: number }): Promise<Out[]> {
+      const rows = await listLive(deps, table, { limit: page.limit, skip: page.skip });
+      return rows.map((r) => show(r));
+    },
+    async get(deps: Deps, { id }: { id: string }): Promise<Out | null> {
+      const row = await findLive(deps, table, id);
+      return row ? show(row) : null;
+    },
+  };
+}
+
+/** The columns a new keyed row takes from its create input as they are. */
+export const keyedColumns = (input: {
+  key: string;
+  name: string;
+  description?: string | null | undefined;
+}) => ({
+  key: input.key,
+  name: input.name,
+  description: input.description ?? null,
+});
+
+/**
+ * Inserts one new row of a configuration table with a fresh id and `created` = `updated` = `now`;
+ * a unique violation (a key that is taken) is `duplicateKey(resource)`, or `resource()` when that is
+ * a function. The id and time are explicit:
+ * inside one transaction (configuration apply) the database's now() is the same for every row,
+ * which would lose the creation order.
+ */
+export async function insertNew<T extends LiveTable>(
+  deps: Deps,
+  table: T,
+  resource: string | (() => ItemIssue),
+  values: Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>,
+  now: Date = new Date(deps.clock.now()),
+): Promise<T['$inferSelect']> {
+  try {
+    const [row] = await deps.db
+      .insert(table as PgTable)
+      .values({ id: newId(), ...values, created: now, updated: now })
+      .returning();
+    return row as T['$inferSelect'];
+  } catch (err) {
+    if (isUniqueViolation(err)) throw typeof resource === 'string' ? duplicateKey(resource) : resource();
+    throw err;
+  }
+}
+
+/**
+ * The start of a PATCH of one item: `null` refused for the `nonNullable` fields, the item parsed,
+ * the current row found (else "`name` not found") and changes of the `fixed` fields refused.
+ */
+export async function patchTarget<S extends z.ZodType, Row extends object>(
+  item: unknown,
+  schema: S,
+  rules: { name: string; nonNullable: readonly string[]; fixed?: readonly string[] },
+  find: (id: string) => Promise<Row | undefined>,
+): Promise<{ input: z.output<S>; current: Row }> {
+  const raw = item as Record<string, unknown>;
+  rejectNulls(raw, rules.nonNullable);
+  const input = parseItem(schema, item);
+  const current = await find((input as { id: string }).id);
+  if (!current) throw new ItemIssue(`${rules.name} not found`);
+  rejectChanges(raw, current as Record<string, unknown>, rules.fixed ?? []);
+  return { input, current };
 }

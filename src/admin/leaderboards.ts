@@ -6,18 +6,19 @@ import { type LeaderboardStatus, leaderboardStatus, utcDate } from '../engine/le
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   dateSchema,
   descriptionSchema,
   duplicateKey,
   findLive,
+  insertNew,
   iso,
   isUniqueViolation,
   ItemIssue,
+  keyedColumns,
   keySchema,
   listLive,
   nameSchema,
-  newId,
+  parseItem,
   rejectNulls,
 } from './common';
 
@@ -212,27 +213,15 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
     checkConfig(deps, config, { metricId: true, pointsSystemId: true, breakdownAttributes: true });
     const activating = input.status === 'active' || input.status === 'scheduled';
     const now = new Date(nowMs);
-    try {
-      const [row] = await deps.db
-        .insert(leaderboards)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          status: activating ? activate(config.start, today) : 'inactive',
-          maxParticipants: input.maxParticipants ?? 1000,
-          ...config,
-          activatedAt: activating ? now : null,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showLeaderboard(row!, nowMs);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('leaderboard');
-      throw err;
-    }
+    const values = {
+      ...keyedColumns(input),
+      status: activating ? activate(config.start, today) : 'inactive',
+      maxParticipants: input.maxParticipants ?? 1000,
+      ...config,
+      activatedAt: activating ? now : null,
+    } as const;
+    const row = await insertNew(deps, leaderboards, 'leaderboard', values, now);
+    return showLeaderboard(row, nowMs);
   },
   async update(deps, { item }) {
     const raw = item as Record<string, unknown>;

@@ -6,9 +6,10 @@ import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
   badgeSchema,
+  describedOutFields,
   descriptionSchema,
-  ItemIssue,
   iso,
+  ItemIssue,
   keySchema,
   nameSchema,
   newId,
@@ -16,15 +17,11 @@ import {
   rejectChanges,
   rejectNulls,
 } from './common';
-import { BadgeOutSchema, requirePointsSystem, showBadge, systemIdOf } from './points-systems';
+import { requirePointsSystem, showBadge, systemIdOf } from './points-systems';
 
 export const AdminPointsLevelSchema = z
   .object({
-    id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badge: BadgeOutSchema,
+    ...describedOutFields,
     points: z.number().int(),
     created: z.string(),
     updated: z.string(),

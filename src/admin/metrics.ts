@@ -5,16 +5,14 @@ import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
 import type { BulkResource } from './resource';
 import {
-  parseItem,
-  duplicateKey,
   findLive,
+  insertNew,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keySchema,
-  listLive,
+  liveReads,
   nameSchema,
-  newId,
+  parseItem,
   rejectNulls,
 } from './common';
 
@@ -78,40 +76,19 @@ function metricInUse(deps: Deps, id: string): boolean {
 export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
   name: 'metric',
   schemas: { resource: AdminMetricSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, metrics, { limit, skip });
-    return rows.map(showMetric);
-  },
-  async get(deps, { id }) {
-    const row = await findLive(deps, metrics, id);
-    return row ? showMetric(row) : null;
-  },
+  ...liveReads(metrics, showMetric),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const unitType = input.unitType ?? 'number';
     const units = input.units ?? null;
     checkUnits(unitType, units);
-    try {
-      // Explicit id and time like every other resource: inside one transaction (configuration
-      // apply) the database's now() is the same for every row, which would lose the creation order.
-      const now = new Date(deps.clock.now());
-      const [row] = await deps.db
-        .insert(metrics)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          unitType,
-          units,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showMetric(row!);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('metric');
-      throw err;
-    }
+    const row = await insertNew(deps, metrics, 'metric', {
+      key: input.key,
+      name: input.name,
+      unitType,
+      units,
+    });
+    return showMetric(row);
   },
   async update(deps, { item }) {
     rejectNulls(item as Record<string, unknown>, ['name', 'unitType']);

@@ -6,31 +6,24 @@ import { notFoundNamed } from '../errors';
 import { type BulkResource, isUuid, type Scope } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   badgeSchema,
+  describedOutFields,
   descriptionSchema,
-  duplicateKey,
   findLive,
+  insertNew,
   iso,
-  isUniqueViolation,
   ItemIssue,
+  keyedColumns,
   keySchema,
-  listLive,
+  liveReads,
   nameSchema,
-  newId,
-  rejectChanges,
-  rejectNulls,
+  parseItem,
+  patchTarget,
 } from './common';
-
-export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
 
 export const AdminPointsSystemSchema = z
   .object({
-    id: z.uuid(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badge: BadgeOutSchema,
+    ...describedOutFields,
     maxPoints: z.number().int().nullable(),
     created: z.string(),
     updated: z.string(),
@@ -90,44 +83,23 @@ export async function requirePointsSystem(deps: Deps, scope: Scope): Promise<voi
 export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSystem>> = {
   name: 'points system',
   schemas: { resource: AdminPointsSystemSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, pointsSystems, { limit, skip });
-    return rows.map(showPointsSystem);
-  },
-  async get(deps, { id }) {
-    const row = await findPointsSystem(deps, id);
-    return row ? showPointsSystem(row) : null;
-  },
+  ...liveReads(pointsSystems, showPointsSystem),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const now = new Date(deps.clock.now());
-    try {
-      const [row] = await deps.db
-        .insert(pointsSystems)
-        .values({
-          id: newId(),
-          key: input.key,
-          name: input.name,
-          description: input.description ?? null,
-          badgeUrl: input.badge?.url ?? null,
-          maxPoints: input.maxPoints ?? null,
-          created: now,
-          updated: now,
-        })
-        .returning();
-      return showPointsSystem(row!);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('points system');
-      throw err;
-    }
+    const row = await insertNew(deps, pointsSystems, 'points system', {
+      ...keyedColumns(input),
+      badgeUrl: input.badge?.url ?? null,
+      maxPoints: input.maxPoints ?? null,
+    });
+    return showPointsSystem(row);
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name']);
-    const input = parseItem(updateSchema, item);
-    const current = await findPointsSystem(deps, input.id);
-    if (!current) throw new ItemIssue('Points system not found');
-    rejectChanges(raw, current, ['key']);
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Points system', nonNullable: ['name'], fixed: ['key'] },
+      (id) => findPointsSystem(deps, id),
+    );
     // Lowering maxPoints never reduces existing totals: only future awards are capped.
     const [row] = await deps.db
       .update(pointsSystems)

@@ -7,11 +7,11 @@ import { z } from '../zod';
 import {
   checkFilters,
   filterListSchema,
-  ItemIssue,
   iso,
+  ItemIssue,
   newId,
   parseItem,
-  rejectNulls,
+  patchTarget,
   showFilters,
 } from './common';
 import { requirePointsSystem, systemIdOf } from './points-systems';
@@ -28,6 +28,14 @@ const TYPE_FIELDS: Record<TriggerType, readonly string[]> = {
   user_creation: [],
 };
 const ALL_TYPE_FIELDS = [...Object.values(TYPE_FIELDS).flat(), 'eventAttributes'];
+
+/** The fields of a trigger item that are never null: type, points, status and those of every type. */
+export const TRIGGER_FIELDS: readonly string[] = [
+  'type',
+  'points',
+  'status',
+  ...Object.values(TYPE_FIELDS).flat(),
+];
 
 const FilterOutSchema = z.object({
   attributeId: z.uuid(),
@@ -207,21 +215,12 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
     return showTrigger(snap, row!);
   },
   async update(deps, { item, ...scope }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, [
-      'type',
-      'points',
-      'status',
-      'metricId',
-      'metricThreshold',
-      'achievementId',
-      'streakLength',
-      'timeUnit',
-      'timeInterval',
-    ]);
-    const input = parseItem(updateSchema, item);
-    const current = await findTrigger(deps, systemIdOf(scope), input.id);
-    if (!current) throw new ItemIssue('Trigger not found');
+    const { input, current } = await patchTarget(
+      item,
+      updateSchema,
+      { name: 'Trigger', nonNullable: TRIGGER_FIELDS },
+      (id) => findTrigger(deps, systemIdOf(scope), id),
+    );
     const snap = deps.catalog.snapshot;
 
     const type = input.type ?? current.type;

@@ -13,9 +13,9 @@ import {
   iso,
   isoOrNull,
   ItemIssue,
-  listLive,
   newId,
   rejectNulls,
+  liveReads,
 } from './common';
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -135,14 +135,7 @@ export async function findWebhookEndpoint(deps: Deps, id: string): Promise<Webho
 export const webhooksResource: BulkResource<ShownEndpoint> = {
   name: 'webhook endpoint',
   schemas: { resource: AdminWebhookEndpointSchema, create: createSchema, update: updateSchema },
-  async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, webhookEndpoints, { limit, skip });
-    return rows.map((r) => showWebhookEndpoint(r));
-  },
-  async get(deps, { id }) {
-    const row = await findWebhookEndpoint(deps, id);
-    return row ? showWebhookEndpoint(row) : null;
-  },
+  ...liveReads(webhookEndpoints, showWebhookEndpoint),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const now = new Date(deps.clock.now());

@@ -93,24 +93,10 @@ const Problem = (p: { title: string; text: string }) => (
 );
 
 const Refused = () => (
-  <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <title>Request refused · Laurel</title>
-      <link rel="stylesheet" href="/dashboard/assets/style.css" />
-    </head>
-    <body>
-      <div class="login">
-        <div class="card">
-          <h2>Request refused</h2>
-          <p>This form did not carry a valid security token, so nothing was changed.</p>
-          <p>
-            <a href="/dashboard">Back to the dashboard</a>
-          </p>
-        </div>
-      </div>
-    </body>
-  </html>
+  <Problem
+    title="Request refused"
+    text="This form did not carry a valid security token, so nothing was changed."
+  />
 );
 
 const safeNext = (n: string | undefined) =>

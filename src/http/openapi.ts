@@ -5,6 +5,12 @@ export { OpenAPIRegistry };
 
 export const ErrorBodySchema = z.object({ error: z.string() }).openapi('ErrorBody');
 
+/** An error response of a documented route: its description, and the ErrorBody it carries. */
+export const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ErrorBodySchema } },
+});
+
 /** Builds the OpenAPI 3.1 document once (never per request). */
 export function buildOpenApiDocument(registry: OpenAPIRegistry): unknown {
   registry.registerComponent('securitySchemes', 'ApiKey', {

@@ -4,7 +4,13 @@ import { toMicros } from '../engine/decimal';
 import { AppError, badRequest, notFound, unprocessable } from '../errors';
 import { z } from '../zod';
 import { parseWith } from './parse';
-import { checkAttributeKeys, EventAttributesSchema, toUserInput, UpsertedUserSchema } from './user-input';
+import {
+  checkAttributeKeys,
+  EventAttributesSchema,
+  EventValueSchema,
+  toUserInput,
+  UpsertedUserSchema,
+} from './user-input';
 
 // The request of POST /admin/v1/metrics/events, shared with the dashboard's import page.
 
@@ -15,13 +21,7 @@ export const BatchMetricEventSchema = z
   .object({
     key: z.string(),
     user: UpsertedUserSchema,
-    // A wrong JSON type is structural (400); a non-finite number passes here and is a 422 below.
-    value: z
-      .unknown()
-      .superRefine((v, ctx) => {
-        if (typeof v !== 'number') ctx.addIssue({ code: 'invalid_type', expected: 'number', input: v });
-      })
-      .openapi({ type: 'number' }),
+    value: EventValueSchema,
     attributes: EventAttributesSchema.nullish(),
     idempotencyKey: z.string().nullish(),
   })

@@ -36,6 +36,18 @@ export const UpsertedUserSchema = UpdatedUserSchema.extend({ id: z.string().min(
 
 export const EventAttributesSchema = attributeMap;
 
+/**
+ * The value of a metric event. A wrong JSON type (or a missing value) is structural, so it outranks
+ * 422 checks of other fields (application-api §5.3); a non-finite number (e.g. 1e400) passes here
+ * and is a 422 later.
+ */
+export const EventValueSchema = z
+  .unknown()
+  .superRefine((v, ctx) => {
+    if (typeof v !== 'number') ctx.addIssue({ code: 'invalid_type', expected: 'number', input: v });
+  })
+  .openapi({ type: 'number' });
+
 type Updated = z.output<typeof UpdatedUserSchema>;
 
 /** An input-domain check (422), done before resources named in the path are looked up. */

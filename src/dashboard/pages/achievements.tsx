@@ -5,17 +5,15 @@ import { achievementCompletions, userCount } from '../data';
 import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
+import { NameKeyInputs, PostForm } from '../components/form';
+import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
-  Csrf,
-  Empty,
   emptyForm,
-  FormError,
   fmt,
   Input,
   Layout,
   type PageCtx,
-  PostButton,
   Select,
   Status,
   TextArea,
@@ -55,6 +53,12 @@ function achievementItem(v: Values) {
   return item;
 }
 
+const ACHIEVEMENT_MOVES = {
+  inactive: ['Activate', 'active'],
+  active: ['Lock', 'locked'],
+  locked: ['Unlock', 'active'],
+} as const;
+
 async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const [rows, users, completions] = await Promise.all([
     achievementsResource.list(deps, ALL),
@@ -82,92 +86,49 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
     >
       <div class="card">
         <h2>Achievements</h2>
-        {rows.length ? (
-          <table>
-            <thead>
+        <Table
+          cols={['Achievement', 'Requirement', 'Status', numeric('Completions'), 'Rarity', '']}
+          rows={rows}
+          empty="No achievements yet."
+          row={(a) => {
+            const done = completions.get(a.id) ?? a.completions;
+            const pct = users ? (100 * done) / users : 0;
+            return (
               <tr>
-                <th>Achievement</th>
-                <th>Requirement</th>
-                <th>Status</th>
-                <th class="num">Completions</th>
-                <th>Rarity</th>
-                <th />
+                <NameCell name={a.name} code={a.key} />
+                <td>{requirement(a)}</td>
+                <td>
+                  <Status s={a.status} />
+                </td>
+                <td class="num">{fmt(done)}</td>
+                <td>
+                  <span class="bar">
+                    <span style={`width:${Math.min(100, pct).toFixed(1)}%`} />
+                  </span>
+                  {users ? `${pct.toFixed(1)}%` : '–'}
+                </td>
+                <RowActions
+                  href={`/dashboard/achievements/${a.id}`}
+                  csrf={ctx.csrf}
+                  status={a.status}
+                  moves={ACHIEVEMENT_MOVES}
+                />
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((a) => {
-                const done = completions.get(a.id) ?? a.completions;
-                const pct = users ? (100 * done) / users : 0;
-                return (
-                  <tr>
-                    <td>
-                      <strong>{a.name}</strong>
-                      <div class="sub">
-                        <code>{a.key}</code>
-                      </div>
-                    </td>
-                    <td>{requirement(a)}</td>
-                    <td>
-                      <Status s={a.status} />
-                    </td>
-                    <td class="num">{fmt(done)}</td>
-                    <td>
-                      <span class="bar">
-                        <span style={`width:${Math.min(100, pct).toFixed(1)}%`} />
-                      </span>
-                      {users ? `${pct.toFixed(1)}%` : '–'}
-                    </td>
-                    <td>
-                      <div class="actions">
-                        {a.status === 'inactive' ? (
-                          <PostButton
-                            action={`/dashboard/achievements/${a.id}/status`}
-                            csrf={ctx.csrf}
-                            label="Activate"
-                            fields={{ status: 'active' }}
-                          />
-                        ) : null}
-                        {a.status === 'active' ? (
-                          <PostButton
-                            action={`/dashboard/achievements/${a.id}/status`}
-                            csrf={ctx.csrf}
-                            label="Lock"
-                            fields={{ status: 'locked' }}
-                          />
-                        ) : null}
-                        {a.status === 'locked' ? (
-                          <PostButton
-                            action={`/dashboard/achievements/${a.id}/status`}
-                            csrf={ctx.csrf}
-                            label="Unlock"
-                            fields={{ status: 'active' }}
-                          />
-                        ) : null}
-                        <PostButton
-                          action={`/dashboard/achievements/${a.id}/delete`}
-                          csrf={ctx.csrf}
-                          label="Delete"
-                          kind="danger"
-                        />
-                      </div>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No achievements yet.</Empty>
-        )}
+            );
+          }}
+        />
       </div>
       <div class="card">
         <h2>New achievement</h2>
-        <form method="post" action="/dashboard/achievements" class="stack" id="achievement-form">
-          <Csrf token={ctx.csrf} />
-          <FormError form={form} />
+        <PostForm
+          action="/dashboard/achievements"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create achievement"
+          id="achievement-form"
+        >
           <div class="row">
-            <Input form={form} name="name" label="Name" placeholder="Ten lessons" />
-            <Input form={form} name="key" label="Key" placeholder="ten-lessons" />
+            <NameKeyInputs form={form} placeholders={['Ten lessons', 'ten-lessons']} />
             <Select
               form={form}
               name="trigger"
@@ -213,10 +174,7 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             name="activate"
             label="Activate now (completes it for users who already qualify)"
           />
-          <div>
-            <button type="submit">Create achievement</button>
-          </div>
-        </form>
+        </PostForm>
       </div>
     </Layout>
   );

@@ -4,18 +4,9 @@ import type { Deps } from '../../deps';
 import { attempt, done, formOf, pageCtx, str } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
-import {
-  Csrf,
-  Empty,
-  emptyForm,
-  FormError,
-  Input,
-  Layout,
-  type PageCtx,
-  PostButton,
-  Select,
-  type FormState,
-} from '../ui';
+import { NameKeyInputs, PostForm } from '../components/form';
+import { DeleteButton, Table } from '../components/table';
+import { emptyForm, type FormState, Layout, type PageCtx, Select } from '../ui';
 
 const ATTRIBUTE_FIELDS = ['name', 'key', 'type'] as const;
 
@@ -31,49 +22,30 @@ async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
       <div class="grid two">
         <div class="card">
           <h2>Attributes</h2>
-          {rows.length ? (
-            <table>
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Key</th>
-                  <th>Type</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((a) => (
-                  <tr>
-                    <td>{a.name}</td>
-                    <td>
-                      <code>{a.key}</code>
-                    </td>
-                    <td>
-                      <span class="badge">{a.type}</span>
-                    </td>
-                    <td class="num">
-                      <PostButton
-                        action={`/dashboard/attributes/${a.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <Empty>No attributes yet.</Empty>
-          )}
+          <Table
+            cols={['Name', 'Key', 'Type', '']}
+            rows={rows}
+            empty="No attributes yet."
+            row={(a) => (
+              <tr>
+                <td>{a.name}</td>
+                <td>
+                  <code>{a.key}</code>
+                </td>
+                <td>
+                  <span class="badge">{a.type}</span>
+                </td>
+                <td class="num">
+                  <DeleteButton action={`/dashboard/attributes/${a.id}/delete`} csrf={ctx.csrf} />
+                </td>
+              </tr>
+            )}
+          />
         </div>
         <div class="card">
           <h2>New attribute</h2>
-          <form method="post" action="/dashboard/attributes" class="stack">
-            <Csrf token={ctx.csrf} />
-            <FormError form={form} />
-            <Input form={form} name="name" label="Name" placeholder="Plan" />
-            <Input form={form} name="key" label="Key" placeholder="plan" />
+          <PostForm action="/dashboard/attributes" csrf={ctx.csrf} form={form} submit="Create attribute">
+            <NameKeyInputs form={form} placeholders={['Plan', 'plan']} />
             <Select
               form={form}
               name="type"
@@ -83,10 +55,7 @@ async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
                 ['event', 'Event attribute'],
               ]}
             />
-            <div>
-              <button type="submit">Create attribute</button>
-            </div>
-          </form>
+          </PostForm>
         </div>
       </div>
     </Layout>

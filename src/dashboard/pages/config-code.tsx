@@ -8,7 +8,9 @@ import { exportDocument } from '../../config-as-code/items';
 import type { Deps } from '../../deps';
 import { checked, done, formOf, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
-import { Csrf, Empty, Layout, type PageCtx, when } from '../ui';
+import { DocumentField } from '../components/form';
+import { Table } from '../components/table';
+import { Csrf, Layout, type PageCtx, when } from '../ui';
 
 const PATH = '/dashboard/config-code';
 
@@ -87,17 +89,12 @@ async function page(
         <h3>Import</h3>
         <form method="post" action={`${PATH}/plan`} class="stack">
           <Csrf token={ctx.csrf} />
-          <div class={`field${opts.error ? ' bad' : ''}`} data-field="document">
-            <label for="f-document">Document (JSON or YAML, format laurel.config/v1)</label>
-            <textarea id="f-document" name="document" rows={14}>
-              {opts.text ?? ''}
-            </textarea>
-            {opts.error ? (
-              <div class="err" id="err-document" role="alert">
-                {opts.error}
-              </div>
-            ) : null}
-          </div>
+          <DocumentField
+            label="Document (JSON or YAML, format laurel.config/v1)"
+            rows={14}
+            text={opts.text ?? ''}
+            error={opts.error}
+          />
           <label>
             <input type="checkbox" name="prune" checked={opts.prune ?? false} /> Prune: delete items of the
             document's sections that it does not name
@@ -116,42 +113,30 @@ async function page(
       ) : null}
       <div class="card">
         <h3>Recent changes</h3>
-        {changes.length === 0 ? (
-          <Empty>No configuration change recorded yet.</Empty>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th>When</th>
-                <th>Key</th>
-                <th>Source</th>
-                <th>Change</th>
-                <th>Before → after</th>
-              </tr>
-            </thead>
-            <tbody>
-              {changes.map((c) => (
-                <tr>
-                  <td>{when(c.at)}</td>
-                  <td>{c.keyName}</td>
-                  <td>{c.source}</td>
-                  <td>
-                    {c.action} {c.resource} {c.item}
-                  </td>
-                  <td>
-                    <code>
-                      {c.action === 'create'
-                        ? show(c.after)
-                        : c.action === 'delete'
-                          ? show(c.before)
-                          : diffText(c.before, c.after)}
-                    </code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <Table
+          cols={['When', 'Key', 'Source', 'Change', 'Before → after']}
+          rows={changes}
+          empty="No configuration change recorded yet."
+          row={(c) => (
+            <tr>
+              <td>{when(c.at)}</td>
+              <td>{c.keyName}</td>
+              <td>{c.source}</td>
+              <td>
+                {c.action} {c.resource} {c.item}
+              </td>
+              <td>
+                <code>
+                  {c.action === 'create'
+                    ? show(c.after)
+                    : c.action === 'delete'
+                      ? show(c.before)
+                      : diffText(c.before, c.after)}
+                </code>
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </Layout>
   );

@@ -17,12 +17,11 @@ import { redeliver } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../forms';
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
+import { PostForm } from '../components/form';
+import { DeleteButton, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
-  Csrf,
-  Empty,
   emptyForm,
-  FormError,
   type FormState,
   fmt,
   Input,
@@ -103,64 +102,41 @@ async function webhooksPage(
       ) : null}
       <div class="card">
         <h2>Endpoints</h2>
-        {rows.length ? (
-          <table>
-            <thead>
-              <tr>
-                <th>URL</th>
-                <th>Events</th>
-                <th>State</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((w) => (
-                <tr>
-                  <td>
-                    <a href={`/dashboard/webhooks/${w.id}`}>{w.url}</a>
-                    {w.description ? <div class="sub">{w.description}</div> : null}
-                  </td>
-                  <td>
-                    {w.eventTypes.length === WEBHOOK_EVENT_TYPES.length
-                      ? 'All events'
-                      : w.eventTypes.join(', ')}
-                  </td>
-                  <td data-endpoint-state={w.url}>
-                    <EndpointState
-                      enabled={w.enabled}
-                      health={health.get(w.id)}
-                      href={`/dashboard/webhooks/${w.id}`}
-                    />
-                  </td>
-                  <td>
-                    <div class="actions">
-                      <PostButton
-                        action={`/dashboard/webhooks/${w.id}/enabled`}
-                        csrf={ctx.csrf}
-                        label={w.enabled ? 'Disable' : 'Enable'}
-                        fields={{ enabled: w.enabled ? 'off' : 'on' }}
-                      />
-                      <PostButton
-                        action={`/dashboard/webhooks/${w.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No webhook endpoints.</Empty>
-        )}
+        <Table
+          cols={['URL', 'Events', 'State', '']}
+          rows={rows}
+          empty="No webhook endpoints."
+          row={(w) => (
+            <tr>
+              <td>
+                <a href={`/dashboard/webhooks/${w.id}`}>{w.url}</a>
+                {w.description ? <div class="sub">{w.description}</div> : null}
+              </td>
+              <td>
+                {w.eventTypes.length === WEBHOOK_EVENT_TYPES.length ? 'All events' : w.eventTypes.join(', ')}
+              </td>
+              <td data-endpoint-state={w.url}>
+                <EndpointState
+                  enabled={w.enabled}
+                  health={health.get(w.id)}
+                  href={`/dashboard/webhooks/${w.id}`}
+                />
+              </td>
+              <RowActions href={`/dashboard/webhooks/${w.id}`} csrf={ctx.csrf}>
+                <PostButton
+                  action={`/dashboard/webhooks/${w.id}/enabled`}
+                  csrf={ctx.csrf}
+                  label={w.enabled ? 'Disable' : 'Enable'}
+                  fields={{ enabled: w.enabled ? 'off' : 'on' }}
+                />
+              </RowActions>
+            </tr>
+          )}
+        />
       </div>
       <div class="card">
         <h2>New endpoint</h2>
-        <form method="post" action="/dashboard/webhooks" class="stack">
-          <Csrf token={ctx.csrf} />
-          <FormError form={form} />
+        <PostForm action="/dashboard/webhooks" csrf={ctx.csrf} form={form} submit="Create endpoint">
           <div class="row">
             <Input form={form} name="url" label="URL" placeholder="https://example.com/laurel" />
             <Input form={form} name="description" label="Description" />
@@ -178,10 +154,7 @@ async function webhooksPage(
             {form.errors.eventTypes ? <div class="err">{form.errors.eventTypes}</div> : null}
           </div>
           <Checkbox form={form} name="enabled" label="Enabled" def />
-          <div>
-            <button type="submit">Create endpoint</button>
-          </div>
-        </form>
+        </PostForm>
       </div>
     </Layout>
   );
@@ -217,56 +190,42 @@ async function deliveriesPage(deps: Deps, ctx: PageCtx, id: string, status: stri
             </a>
           ))}
         </div>
-        {rows.length ? (
-          <table>
-            <thead>
-              <tr>
-                <th>Event</th>
-                <th>Created</th>
-                <th>Status</th>
-                <th class="num">Attempts</th>
-                <th>Last attempt</th>
-                <th>Result</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((d) => (
-                <tr>
-                  <td>
-                    <code>{d.type}</code>
-                    <div class="sub mono">{d.eventId}</div>
-                  </td>
-                  <td>{when(d.created)}</td>
-                  <td>
-                    <Status s={deliveryState(d)} />
-                  </td>
-                  <td class="num">{fmt(d.attempts)}</td>
-                  <td>{when(d.lastAttemptAt)}</td>
-                  <td>
-                    {d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : (d.lastError ?? '–')}
-                    {d.status === 'pending' && d.nextAttemptAt ? (
-                      <div class="sub">
-                        {d.lastError ? 'retry' : 'next attempt'} {when(d.nextAttemptAt)}
-                      </div>
-                    ) : null}
-                  </td>
-                  <td class="num">
-                    {d.status !== 'pending' ? (
-                      <PostButton
-                        action={`/dashboard/webhooks/${id}/deliveries/${d.id}/redeliver`}
-                        csrf={ctx.csrf}
-                        label="Redeliver"
-                      />
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No deliveries in the last {deps.config.WEBHOOK_RETENTION_DAYS} days.</Empty>
-        )}
+        <Table
+          cols={['Event', 'Created', 'Status', numeric('Attempts'), 'Last attempt', 'Result', '']}
+          rows={rows}
+          empty={<>No deliveries in the last {deps.config.WEBHOOK_RETENTION_DAYS} days.</>}
+          row={(d) => (
+            <tr>
+              <td>
+                <code>{d.type}</code>
+                <div class="sub mono">{d.eventId}</div>
+              </td>
+              <td>{when(d.created)}</td>
+              <td>
+                <Status s={deliveryState(d)} />
+              </td>
+              <td class="num">{fmt(d.attempts)}</td>
+              <td>{when(d.lastAttemptAt)}</td>
+              <td>
+                {d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : (d.lastError ?? '–')}
+                {d.status === 'pending' && d.nextAttemptAt ? (
+                  <div class="sub">
+                    {d.lastError ? 'retry' : 'next attempt'} {when(d.nextAttemptAt)}
+                  </div>
+                ) : null}
+              </td>
+              <td class="num">
+                {d.status !== 'pending' ? (
+                  <PostButton
+                    action={`/dashboard/webhooks/${id}/deliveries/${d.id}/redeliver`}
+                    csrf={ctx.csrf}
+                    label="Redeliver"
+                  />
+                ) : null}
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </Layout>
   );
@@ -323,11 +282,10 @@ async function integrationPage(
                   </td>
                   <td class="num">
                     {k.status === 'active' ? (
-                      <PostButton
+                      <DeleteButton
                         action={`/dashboard/integration/keys/${k.id}/revoke`}
                         csrf={ctx.csrf}
                         label="Revoke"
-                        kind="danger"
                       />
                     ) : null}
                   </td>
@@ -338,9 +296,13 @@ async function integrationPage(
         </div>
         <div class="card">
           <h2>New API key</h2>
-          <form method="post" action="/dashboard/integration/keys" class="stack" id="key-form">
-            <Csrf token={ctx.csrf} />
-            <FormError form={form} />
+          <PostForm
+            action="/dashboard/integration/keys"
+            csrf={ctx.csrf}
+            form={form}
+            submit="Create key"
+            id="key-form"
+          >
             <Input form={form} name="name" label="Name" placeholder="Production backend" />
             <Select
               form={form}
@@ -357,10 +319,7 @@ async function integrationPage(
               label="Rate limit per second"
               hint={`Empty = server default (${fmt(deps.config.RATE_LIMIT_PER_SECOND)})`}
             />
-            <div>
-              <button type="submit">Create key</button>
-            </div>
-          </form>
+          </PostForm>
           <h3>Send an event</h3>
           <pre
             class="mono"

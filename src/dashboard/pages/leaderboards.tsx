@@ -9,17 +9,16 @@ import { participantCount, runGroups, userNames } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
+import { NameKeyInputs, PostForm } from '../components/form';
+import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
-  Csrf,
   Empty,
   emptyForm,
-  FormError,
   type FormState,
   fmt,
   Input,
   Layout,
   type PageCtx,
-  PostButton,
   Select,
   Stat,
   Status,
@@ -65,6 +64,12 @@ function boardItem(v: Values) {
 
 const runLabel = (r: { start: string; end: string | null }) => `${r.start} → ${r.end ?? 'open'}`;
 
+const BOARD_MOVES = {
+  inactive: ['Activate', 'active'],
+  scheduled: ['Deactivate', 'inactive'],
+  active: ['Finish now', 'finished'],
+} as const;
+
 async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const rows = await leaderboardsResource.list(deps, ALL);
   const snap = deps.catalog.snapshot;
@@ -92,91 +97,45 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
     >
       <div class="card">
         <h2>Leaderboards</h2>
-        {rows.length ? (
-          <table>
-            <thead>
-              <tr>
-                <th>Leaderboard</th>
-                <th>Ranks by</th>
-                <th class="num">Participants</th>
-                <th>Runs</th>
-                <th>Dates</th>
-                <th>Status</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((b) => (
-                <tr>
-                  <td>
-                    <a href={`/dashboard/leaderboards/${b.id}`}>
-                      <strong>{b.name}</strong>
-                    </a>
-                    <div class="sub">
-                      <code>{b.key}</code>
-                    </div>
-                  </td>
-                  <td>{ranks(b)}</td>
-                  <td class="num" data-participants={b.key} title="Users ranked in the current run">
-                    {fmt(participants.get(b.id))}
-                  </td>
-                  <td>{b.runUnit ? every(b.runInterval ?? 1, `${b.runUnit}s`) : 'One run'}</td>
-                  <td>
-                    {b.start} → {b.end ?? 'no end'}
-                  </td>
-                  <td>
-                    <Status s={b.status} />
-                  </td>
-                  <td>
-                    <div class="actions">
-                      {b.status === 'inactive' ? (
-                        <PostButton
-                          action={`/dashboard/leaderboards/${b.id}/status`}
-                          csrf={ctx.csrf}
-                          label="Activate"
-                          fields={{ status: 'active' }}
-                        />
-                      ) : null}
-                      {b.status === 'scheduled' ? (
-                        <PostButton
-                          action={`/dashboard/leaderboards/${b.id}/status`}
-                          csrf={ctx.csrf}
-                          label="Deactivate"
-                          fields={{ status: 'inactive' }}
-                        />
-                      ) : null}
-                      {b.status === 'active' ? (
-                        <PostButton
-                          action={`/dashboard/leaderboards/${b.id}/status`}
-                          csrf={ctx.csrf}
-                          label="Finish now"
-                          fields={{ status: 'finished' }}
-                        />
-                      ) : null}
-                      <PostButton
-                        action={`/dashboard/leaderboards/${b.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No leaderboards yet.</Empty>
-        )}
+        <Table
+          cols={['Leaderboard', 'Ranks by', numeric('Participants'), 'Runs', 'Dates', 'Status', '']}
+          rows={rows}
+          empty="No leaderboards yet."
+          row={(b) => (
+            <tr>
+              <NameCell name={b.name} code={b.key} href={`/dashboard/leaderboards/${b.id}`} />
+              <td>{ranks(b)}</td>
+              <td class="num" data-participants={b.key} title="Users ranked in the current run">
+                {fmt(participants.get(b.id))}
+              </td>
+              <td>{b.runUnit ? every(b.runInterval ?? 1, `${b.runUnit}s`) : 'One run'}</td>
+              <td>
+                {b.start} → {b.end ?? 'no end'}
+              </td>
+              <td>
+                <Status s={b.status} />
+              </td>
+              <RowActions
+                href={`/dashboard/leaderboards/${b.id}`}
+                csrf={ctx.csrf}
+                status={b.status}
+                moves={BOARD_MOVES}
+              />
+            </tr>
+          )}
+        />
       </div>
       <div class="card">
         <h2>New leaderboard</h2>
-        <form method="post" action="/dashboard/leaderboards" class="stack" id="leaderboard-form">
-          <Csrf token={ctx.csrf} />
-          <FormError form={form} />
+        <PostForm
+          action="/dashboard/leaderboards"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create leaderboard"
+          id="leaderboard-form"
+        >
           <div class="row">
-            <Input form={form} name="name" label="Name" placeholder="Weekly XP" />
-            <Input form={form} name="key" label="Key" placeholder="weekly-xp" />
+            <NameKeyInputs form={form} placeholders={['Weekly XP', 'weekly-xp']} />
             <Select
               form={form}
               name="rankBy"
@@ -242,10 +201,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               ['active', 'Create and activate'],
             ]}
           />
-          <div>
-            <button type="submit">Create leaderboard</button>
-          </div>
-        </form>
+        </PostForm>
       </div>
     </Layout>
   );
@@ -363,30 +319,24 @@ async function boardPage(
         </div>
         <div class="card">
           <h2>Runs</h2>
-          <table>
-            <thead>
+          <Table
+            cols={['Run', '']}
+            rows={past}
+            row={(r) => (
               <tr>
-                <th>Run</th>
-                <th />
+                <td>
+                  <a href={link(r.start)}>{runLabel(r)}</a>
+                </td>
+                <td>
+                  {r.index === current.index ? (
+                    <span class="badge active">current</span>
+                  ) : r.start === run.start ? (
+                    <span class="badge">shown</span>
+                  ) : null}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {past.map((r) => (
-                <tr>
-                  <td>
-                    <a href={link(r.start)}>{runLabel(r)}</a>
-                  </td>
-                  <td>
-                    {r.index === current.index ? (
-                      <span class="badge active">current</span>
-                    ) : r.start === run.start ? (
-                      <span class="badge">shown</span>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            )}
+          />
         </div>
       </div>
     </Layout>

@@ -4,18 +4,9 @@ import type { Deps } from '../../deps';
 import { attempt, done, formOf, pageCtx, str, strOrNull } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
-import {
-  Csrf,
-  Empty,
-  emptyForm,
-  FormError,
-  Input,
-  Layout,
-  type PageCtx,
-  PostButton,
-  Select,
-  type FormState,
-} from '../ui';
+import { NameKeyInputs, PostForm } from '../components/form';
+import { DeleteButton, Table } from '../components/table';
+import { emptyForm, type FormState, Input, Layout, type PageCtx, Select } from '../ui';
 
 const METRIC_FIELDS = ['name', 'key', 'unitType', 'units'] as const;
 
@@ -31,54 +22,38 @@ async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
       <div class="grid two">
         <div class="card">
           <h2>Metrics</h2>
-          {rows.length ? (
-            <table>
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Key</th>
-                  <th>Units</th>
-                  <th>Created</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((m) => (
-                  <tr>
-                    <td>{m.name}</td>
-                    <td>
-                      <code>{m.key}</code>
-                    </td>
-                    <td>{m.unitType === 'currency' ? `${m.units} (currency)` : (m.units ?? '–')}</td>
-                    <td>{m.created.slice(0, 10)}</td>
-                    <td class="num">
-                      <PostButton
-                        action={`/dashboard/metrics/${m.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <Empty>No metrics yet. Create the first one to start recording events.</Empty>
-          )}
+          <Table
+            cols={['Name', 'Key', 'Units', 'Created', '']}
+            rows={rows}
+            empty="No metrics yet. Create the first one to start recording events."
+            row={(m) => (
+              <tr>
+                <td>{m.name}</td>
+                <td>
+                  <code>{m.key}</code>
+                </td>
+                <td>{m.unitType === 'currency' ? `${m.units} (currency)` : (m.units ?? '–')}</td>
+                <td>{m.created.slice(0, 10)}</td>
+                <td class="num">
+                  <DeleteButton action={`/dashboard/metrics/${m.id}/delete`} csrf={ctx.csrf} />
+                </td>
+              </tr>
+            )}
+          />
         </div>
         <div class="card">
           <h2>New metric</h2>
-          <form method="post" action="/dashboard/metrics" class="stack" id="metric-form">
-            <Csrf token={ctx.csrf} />
-            <FormError form={form} />
-            <Input form={form} name="name" label="Name" placeholder="Lessons completed" />
-            <Input
+          <PostForm
+            action="/dashboard/metrics"
+            csrf={ctx.csrf}
+            form={form}
+            submit="Create metric"
+            id="metric-form"
+          >
+            <NameKeyInputs
               form={form}
-              name="key"
-              label="Key"
-              placeholder="lessons"
-              hint="Used in the API path: letters, digits, _ and -"
+              placeholders={['Lessons completed', 'lessons']}
+              keyHint="Used in the API path: letters, digits, _ and -"
             />
             <div class="row">
               <Select
@@ -92,10 +67,7 @@ async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               />
               <Input form={form} name="units" label="Units" placeholder="lessons, USD…" />
             </div>
-            <div>
-              <button type="submit">Create metric</button>
-            </div>
-          </form>
+          </PostForm>
         </div>
       </div>
     </Layout>

@@ -7,6 +7,7 @@ import { achievementCompletions, eventsPerMinute, recentEvents, userCount } from
 import { pageCtx } from '../forms';
 import type { DashEnv } from '../session';
 import { readStatus, StatusPanel } from '../status';
+import { numeric, Table } from '../components/table';
 import { Empty, fmt, Layout, type PageCtx, Stat, when } from '../ui';
 
 const MINUTES = 15;
@@ -120,29 +121,20 @@ async function overviewPage(deps: Deps, ctx: PageCtx) {
             <Empty>No events in the last {MINUTES} minutes.</Empty>
           )}
           <h2 style="margin-top:22px">Achievements</h2>
-          {topAchievements.length ? (
-            <table>
-              <thead>
-                <tr>
-                  <th>Achievement</th>
-                  <th class="num">Completed by</th>
-                </tr>
-              </thead>
-              <tbody>
-                {topAchievements.map(({ a, n }) => (
-                  <tr>
-                    <td>{a.name}</td>
-                    <td class="num">
-                      {fmt(n)}
-                      {users ? <span class="sub"> ({((100 * n) / users).toFixed(0)}%)</span> : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <Empty>No achievements configured.</Empty>
-          )}
+          <Table
+            cols={['Achievement', numeric('Completed by')]}
+            rows={topAchievements}
+            empty="No achievements configured."
+            row={({ a, n }) => (
+              <tr>
+                <td>{a.name}</td>
+                <td class="num">
+                  {fmt(n)}
+                  {users ? <span class="sub"> ({((100 * n) / users).toFixed(0)}%)</span> : null}
+                </td>
+              </tr>
+            )}
+          />
         </div>
       </div>
     </Layout>

@@ -3,24 +3,23 @@ import { boostsResource } from '../../admin/boosts';
 import { levelsResource } from '../../admin/levels';
 import { pointsSystemsResource, requirePointsSystem } from '../../admin/points-systems';
 import type { BulkResource } from '../../admin/resource';
-import { triggersResource } from '../../admin/triggers';
+import { TRIGGER_FIELDS, triggersResource } from '../../admin/triggers';
 import type { Deps } from '../../deps';
 import { BarChart } from '../charts';
 import { pointsHistogram, usersAtLeast } from '../data';
 import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
+import { NameKeyInputs, PostForm } from '../components/form';
+import { DeleteButton, NameCell, numeric, RowActions, Table } from '../components/table';
 import {
-  Csrf,
   Empty,
   emptyForm,
-  FormError,
   type FormState,
   fmt,
   Input,
   Layout,
   type PageCtx,
-  PostButton,
   Select,
   Stat,
   Status,
@@ -29,18 +28,11 @@ import {
 } from '../ui';
 
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
-const TRIGGER_FIELDS = [
-  'type',
-  'points',
-  'status',
-  'metricId',
-  'metricThreshold',
-  'achievementId',
-  'streakLength',
-  'timeUnit',
-  'timeInterval',
-] as const;
 const LEVEL_FIELDS = ['name', 'key', 'points', 'description', 'badge'] as const;
+const TRIGGER_MOVES = {
+  active: ['Deactivate', 'inactive'],
+  inactive: ['Activate', 'active'],
+} as const;
 const BOOST_FIELDS = ['name', 'start', 'end', 'multiplier', 'rounding', 'userId'] as const;
 
 async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
@@ -56,50 +48,34 @@ async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
       <div class="grid two">
         <div class="card">
           <h2>Points systems</h2>
-          {rows.length ? (
-            <table>
-              <thead>
+          <Table
+            cols={['System', numeric('Triggers'), numeric('Levels'), numeric('Boosts'), numeric('Cap')]}
+            rows={rows}
+            empty="No points systems yet."
+            row={(s) => {
+              const cfg = snap.systemsById.get(s.id);
+              return (
                 <tr>
-                  <th>System</th>
-                  <th class="num">Triggers</th>
-                  <th class="num">Levels</th>
-                  <th class="num">Boosts</th>
-                  <th class="num">Cap</th>
+                  <NameCell name={s.name} code={s.key} href={`/dashboard/points/${s.id}`} />
+                  <td class="num">{cfg?.triggers.length ?? 0}</td>
+                  <td class="num">{cfg?.levels.length ?? 0}</td>
+                  <td class="num">{cfg?.boosts.length ?? 0}</td>
+                  <td class="num">{s.maxPoints === null ? 'none' : fmt(s.maxPoints)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {rows.map((s) => {
-                  const cfg = snap.systemsById.get(s.id);
-                  return (
-                    <tr>
-                      <td>
-                        <a href={`/dashboard/points/${s.id}`}>
-                          <strong>{s.name}</strong>
-                        </a>
-                        <div class="sub">
-                          <code>{s.key}</code>
-                        </div>
-                      </td>
-                      <td class="num">{cfg?.triggers.length ?? 0}</td>
-                      <td class="num">{cfg?.levels.length ?? 0}</td>
-                      <td class="num">{cfg?.boosts.length ?? 0}</td>
-                      <td class="num">{s.maxPoints === null ? 'none' : fmt(s.maxPoints)}</td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          ) : (
-            <Empty>No points systems yet.</Empty>
-          )}
+              );
+            }}
+          />
         </div>
         <div class="card">
           <h2>New points system</h2>
-          <form method="post" action="/dashboard/points" class="stack" id="system-form">
-            <Csrf token={ctx.csrf} />
-            <FormError form={form} />
-            <Input form={form} name="name" label="Name" placeholder="XP" />
-            <Input form={form} name="key" label="Key" placeholder="xp" />
+          <PostForm
+            action="/dashboard/points"
+            csrf={ctx.csrf}
+            form={form}
+            submit="Create points system"
+            id="system-form"
+          >
+            <NameKeyInputs form={form} placeholders={['XP', 'xp']} />
             <TextArea form={form} name="description" label="Description" />
             <Input
               form={form}
@@ -107,10 +83,7 @@ async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
               label="Maximum points per user"
               hint="Leave empty for no cap"
             />
-            <div>
-              <button type="submit">Create points system</button>
-            </div>
-          </form>
+          </PostForm>
         </div>
       </div>
     </Layout>
@@ -201,118 +174,73 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
         </div>
         <div class="card">
           <h2>Levels</h2>
-          {levels.length ? (
-            <table>
-              <thead>
-                <tr>
-                  <th>Level</th>
-                  <th class="num">From</th>
-                  <th class="num">Users reached</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {levels.map((l, i) => (
-                  <tr>
-                    <td>
-                      <strong>{l.name}</strong>
-                      <div class="sub">
-                        <code>{l.key}</code>
-                      </div>
-                    </td>
-                    <td class="num">{fmt(l.points)}</td>
-                    <td class="num">
-                      {fmt(reached[i])}
-                      {total ? (
-                        <span class="sub"> ({((100 * (reached[i] ?? 0)) / total).toFixed(0)}%)</span>
-                      ) : null}
-                    </td>
-                    <td class="num">
-                      <PostButton
-                        action={`${base}/levels/${l.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          ) : (
-            <Empty>No levels yet.</Empty>
-          )}
+          <Table
+            cols={['Level', numeric('From'), numeric('Users reached'), '']}
+            rows={levels}
+            empty="No levels yet."
+            row={(l, i) => (
+              <tr>
+                <NameCell name={l.name} code={l.key} />
+                <td class="num">{fmt(l.points)}</td>
+                <td class="num">
+                  {fmt(reached[i])}
+                  {total ? (
+                    <span class="sub"> ({((100 * (reached[i] ?? 0)) / total).toFixed(0)}%)</span>
+                  ) : null}
+                </td>
+                <td class="num">
+                  <DeleteButton action={`${base}/levels/${l.id}/delete`} csrf={ctx.csrf} />
+                </td>
+              </tr>
+            )}
+          />
           <h3>Add a level</h3>
-          <form method="post" action={`${base}/levels`} class="stack" id="level-form">
-            <Csrf token={ctx.csrf} />
-            <FormError form={lf} />
+          <PostForm action={`${base}/levels`} csrf={ctx.csrf} form={lf} submit="Add level" id="level-form">
             <div class="row">
-              <Input form={lf} name="name" label="Name" placeholder="Bronze" />
-              <Input form={lf} name="key" label="Key" placeholder="bronze" />
+              <NameKeyInputs form={lf} placeholders={['Bronze', 'bronze']} />
               <Input form={lf} name="points" label="From points" placeholder="100" />
             </div>
-            <div>
-              <button type="submit">Add level</button>
-            </div>
-          </form>
+          </PostForm>
         </div>
       </div>
 
       <div class="card" style="margin-top:18px">
         <h2>Triggers</h2>
-        {triggers.length ? (
-          <table>
-            <thead>
-              <tr>
-                <th>Awards</th>
-                <th>When</th>
-                <th>Status</th>
-                <th>Since</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {triggers.map((t) => (
-                <tr>
-                  <td>
-                    <strong>
-                      {t.points > 0 ? '+' : ''}
-                      {fmt(t.points)}
-                    </strong>{' '}
-                    points
-                  </td>
-                  <td>{describe(t)}</td>
-                  <td>
-                    <Status s={t.status} />
-                  </td>
-                  <td>{t.updated.slice(0, 10)}</td>
-                  <td>
-                    <div class="actions">
-                      <PostButton
-                        action={`${base}/triggers/${t.id}/status`}
-                        csrf={ctx.csrf}
-                        label={t.status === 'active' ? 'Deactivate' : 'Activate'}
-                        fields={{ status: t.status === 'active' ? 'inactive' : 'active' }}
-                      />
-                      <PostButton
-                        action={`${base}/triggers/${t.id}/delete`}
-                        csrf={ctx.csrf}
-                        label="Delete"
-                        kind="danger"
-                      />
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No triggers yet: this system awards nothing until one is active.</Empty>
-        )}
+        <Table
+          cols={['Awards', 'When', 'Status', 'Since', '']}
+          rows={triggers}
+          empty="No triggers yet: this system awards nothing until one is active."
+          row={(t) => (
+            <tr>
+              <td>
+                <strong>
+                  {t.points > 0 ? '+' : ''}
+                  {fmt(t.points)}
+                </strong>{' '}
+                points
+              </td>
+              <td>{describe(t)}</td>
+              <td>
+                <Status s={t.status} />
+              </td>
+              <td>{t.updated.slice(0, 10)}</td>
+              <RowActions
+                href={`${base}/triggers/${t.id}`}
+                csrf={ctx.csrf}
+                status={t.status}
+                moves={TRIGGER_MOVES}
+              />
+            </tr>
+          )}
+        />
         <h3>Add a trigger</h3>
-        <form method="post" action={`${base}/triggers`} class="stack" id="trigger-form">
-          <Csrf token={ctx.csrf} />
-          <FormError form={tf} />
+        <PostForm
+          action={`${base}/triggers`}
+          csrf={ctx.csrf}
+          form={tf}
+          submit="Add trigger"
+          id="trigger-form"
+        >
           <div class="row">
             <Select
               form={tf}
@@ -368,63 +296,40 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
               blank="—"
             />
           </div>
-          <div>
-            <button type="submit">Add trigger</button>
-          </div>
-        </form>
+        </PostForm>
       </div>
 
       <div class="card">
         <h2>Boosts</h2>
-        {boosts.length ? (
-          <table>
-            <thead>
-              <tr>
-                <th>Boost</th>
-                <th class="num">Multiplier</th>
-                <th>Dates</th>
-                <th>Applies to</th>
-                <th>Status</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {boosts.map((b) => (
-                <tr>
-                  <td>{b.name}</td>
-                  <td class="num">×{fmt(b.multiplier)}</td>
-                  <td>
-                    {b.start} → {b.end ?? 'open-ended'}
-                  </td>
-                  <td>
-                    {b.userId
-                      ? `User ${b.userId}`
-                      : b.userAttributes.length
-                        ? b.userAttributes.map((f) => `${f.attributeKey}=${f.attributeValue}`).join(', ')
-                        : 'Everyone'}
-                  </td>
-                  <td>
-                    <Status s={b.status} />
-                  </td>
-                  <td class="num">
-                    <PostButton
-                      action={`${base}/boosts/${b.id}/delete`}
-                      csrf={ctx.csrf}
-                      label="Delete"
-                      kind="danger"
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        ) : (
-          <Empty>No boosts.</Empty>
-        )}
+        <Table
+          cols={['Boost', numeric('Multiplier'), 'Dates', 'Applies to', 'Status', '']}
+          rows={boosts}
+          empty="No boosts."
+          row={(b) => (
+            <tr>
+              <td>{b.name}</td>
+              <td class="num">×{fmt(b.multiplier)}</td>
+              <td>
+                {b.start} → {b.end ?? 'open-ended'}
+              </td>
+              <td>
+                {b.userId
+                  ? `User ${b.userId}`
+                  : b.userAttributes.length
+                    ? b.userAttributes.map((f) => `${f.attributeKey}=${f.attributeValue}`).join(', ')
+                    : 'Everyone'}
+              </td>
+              <td>
+                <Status s={b.status} />
+              </td>
+              <td class="num">
+                <DeleteButton action={`${base}/boosts/${b.id}/delete`} csrf={ctx.csrf} />
+              </td>
+            </tr>
+          )}
+        />
         <h3>Add a boost</h3>
-        <form method="post" action={`${base}/boosts`} class="stack" id="boost-form">
-          <Csrf token={ctx.csrf} />
-          <FormError form={bf} />
+        <PostForm action={`${base}/boosts`} csrf={ctx.csrf} form={bf} submit="Add boost" id="boost-form">
           <div class="row">
             <Input form={bf} name="name" label="Name" placeholder="Double XP weekend" />
             <Input form={bf} name="multiplier" label="Multiplier" placeholder="2" />
@@ -444,10 +349,7 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
             <Input form={bf} name="end" label="End" type="date" hint="Empty = open-ended" />
             <Input form={bf} name="userId" label="Only for user" hint="Empty = everyone" />
           </div>
-          <div>
-            <button type="submit">Add boost</button>
-          </div>
-        </form>
+        </PostForm>
       </div>
     </Layout>
   );

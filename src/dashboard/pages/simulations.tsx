@@ -17,6 +17,8 @@ import {
 import { BarChart } from '../charts';
 import { checked, done, formOf, pageCtx } from '../forms';
 import type { DashEnv } from '../session';
+import { DocumentField } from '../components/form';
+import { Table } from '../components/table';
 import { Csrf, Empty, Layout, type PageCtx, Stat, Status, fmt, when } from '../ui';
 
 const PATH = '/dashboard/simulations';
@@ -38,6 +40,11 @@ const Sides: FC<{ current: Child; draft: Child; title?: string }> = (p) => (
       {p.draft}
     </div>
   </div>
+);
+
+/** The same chart (or table) of the current configuration and of the draft, side by side. */
+const BothSides: FC<{ title?: string; show: (side: 'current' | 'draft') => Child }> = (p) => (
+  <Sides title={p.title} current={p.show('current')} draft={p.show('draft')} />
 );
 
 const delta = (a: number | null, b: number | null) => {
@@ -94,155 +101,102 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
           {fmt(p.distribution.draft?.percentiles.p90 ?? null)}, max {fmt(p.distribution.current?.max ?? null)}{' '}
           → {fmt(p.distribution.draft?.max ?? null)}
         </p>
-        <Sides
+        <BothSides
           title="Users by total"
-          current={
+          show={(side) => (
             <BarChart
               width={420}
               unit="users by total"
-              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h.current }))}
+              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h[side] }))}
             />
-          }
-          draft={
-            <BarChart
-              width={420}
-              unit="users by total"
-              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h.draft }))}
-            />
-          }
+          )}
         />
         {p.awardsPerDay.length ? (
-          <Sides
+          <BothSides
             title="Points awarded per day (UTC)"
-            current={
+            show={(side) => (
               <BarChart
                 width={420}
                 unit="points awarded per day"
-                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d.current }))}
+                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d[side] }))}
               />
-            }
-            draft={
-              <BarChart
-                width={420}
-                unit="points awarded per day"
-                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d.draft }))}
-              />
-            }
+            )}
           />
         ) : null}
-        <table>
-          <thead>
+        <Table
+          cols={['Level', 'Threshold', 'Users now', 'Users with the draft']}
+          rows={p.levels}
+          row={(l) => (
             <tr>
-              <th>Level</th>
-              <th>Threshold</th>
-              <th>Users now</th>
-              <th>Users with the draft</th>
+              <td>{l.name}</td>
+              <td>{fmt(l.points)}</td>
+              <td>{l.current === null ? '—' : fmt(l.current)}</td>
+              <td>
+                {l.draft === null ? '—' : fmt(l.draft)}
+                {delta(l.current, l.draft)}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {p.levels.map((l) => (
-              <tr>
-                <td>{l.name}</td>
-                <td>{fmt(l.points)}</td>
-                <td>{l.current === null ? '—' : fmt(l.current)}</td>
-                <td>
-                  {l.draft === null ? '—' : fmt(l.draft)}
-                  {delta(l.current, l.draft)}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-        <table>
-          <thead>
+          )}
+        />
+        <Table
+          cols={['Trigger', 'Points', 'Awards now', 'Awards with the draft']}
+          rows={p.triggers}
+          row={(t) => (
             <tr>
-              <th>Trigger</th>
-              <th>Points</th>
-              <th>Awards now</th>
-              <th>Awards with the draft</th>
+              <td>{t.type}</td>
+              <td>
+                {t.points.current ?? '—'} → {t.points.draft ?? '—'}
+              </td>
+              <td>
+                {t.awards.current
+                  ? `${fmt(t.awards.current.count)} (${fmt(t.awards.current.points)} points)`
+                  : '—'}
+              </td>
+              <td>
+                {t.awards.draft ? `${fmt(t.awards.draft.count)} (${fmt(t.awards.draft.points)} points)` : '—'}
+                {delta(t.awards.current?.points ?? null, t.awards.draft?.points ?? null)}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {p.triggers.map((t) => (
-              <tr>
-                <td>{t.type}</td>
-                <td>
-                  {t.points.current ?? '—'} → {t.points.draft ?? '—'}
-                </td>
-                <td>
-                  {t.awards.current
-                    ? `${fmt(t.awards.current.count)} (${fmt(t.awards.current.points)} points)`
-                    : '—'}
-                </td>
-                <td>
-                  {t.awards.draft
-                    ? `${fmt(t.awards.draft.count)} (${fmt(t.awards.draft.points)} points)`
-                    : '—'}
-                  {delta(t.awards.current?.points ?? null, t.awards.draft?.points ?? null)}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       </div>
     ))}
     <div class="grid halves">
       <div class="card">
         <h3>Achievements</h3>
-        {r.achievements.length === 0 ? (
-          <Empty>No achievements.</Empty>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th>Achievement</th>
-                <th>Completions</th>
-                <th>Rarity %</th>
-              </tr>
-            </thead>
-            <tbody>
-              {r.achievements.map((a) => (
-                <tr>
-                  <td>{a.name}</td>
-                  <td>
-                    {a.completions.current ?? '—'} → {a.completions.draft ?? '—'}
-                    {delta(a.completions.current, a.completions.draft)}
-                  </td>
-                  <td>
-                    {a.rarity.current ?? '—'} → {a.rarity.draft ?? '—'}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <Table
+          cols={['Achievement', 'Completions', 'Rarity %']}
+          rows={r.achievements}
+          empty="No achievements."
+          row={(a) => (
+            <tr>
+              <td>{a.name}</td>
+              <td>
+                {a.completions.current ?? '—'} → {a.completions.draft ?? '—'}
+                {delta(a.completions.current, a.completions.draft)}
+              </td>
+              <td>
+                {a.rarity.current ?? '—'} → {a.rarity.draft ?? '—'}
+              </td>
+            </tr>
+          )}
+        />
       </div>
       <div class="card">
         <h3>Streak lengths</h3>
-        <Sides
+        <BothSides
           title="Users by streak length"
-          current={
+          show={(side) => (
             <BarChart
               width={300}
               height={150}
               unit="users by streak length"
               bars={r.streaks.histogram.map((h) => ({
                 label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
-                value: h.current,
+                value: h[side],
               }))}
             />
-          }
-          draft={
-            <BarChart
-              width={300}
-              height={150}
-              unit="users by streak length"
-              bars={r.streaks.histogram.map((h) => ({
-                label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
-                value: h.draft,
-              }))}
-            />
-          }
+          )}
         />
       </div>
     </div>
@@ -251,56 +205,43 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
         <h3>
           Leaderboard: {b.name} <span class="sub">({fmt(b.rankChanges)} users change rank)</span>
         </h3>
-        <Sides current={<TopTable rows={b.top.current} />} draft={<TopTable rows={b.top.draft} />} />
+        <BothSides show={(side) => <TopTable rows={b.top[side]} />} />
       </div>
     ))}
     <div class="card">
       <h3>Users who change most</h3>
-      {r.topChanges.length === 0 ? (
-        <Empty>No user changes under the draft.</Empty>
-      ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>User</th>
-              <th>Points</th>
-              <th>Levels</th>
-              <th>Achievements</th>
-              <th>Streak</th>
-            </tr>
-          </thead>
-          <tbody>
-            {r.topChanges.map((u) => (
-              <tr>
-                <td>
-                  <a href={`/dashboard/users/${encodeURIComponent(u.userId)}`}>{u.userId}</a>
-                </td>
-                <td>
-                  {Object.entries(u.points)
-                    .map(([k, v]) => `${k}: ${fmt(v.current)} → ${fmt(v.draft)}`)
-                    .join(', ')}
-                </td>
-                <td>
-                  {Object.entries(u.levels)
-                    .map(([k, v]) => `${k}: ${v.current ?? '—'} → ${v.draft ?? '—'}`)
-                    .join(', ')}
-                </td>
-                <td>
-                  {[
-                    ...u.achievementsGained.map((a) => `+${a}`),
-                    ...u.achievementsLost.map((a) => `−${a}`),
-                  ].join(' ')}
-                </td>
-                <td>
-                  {u.streak.current === u.streak.draft
-                    ? fmt(u.streak.current)
-                    : `${u.streak.current} → ${u.streak.draft}`}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <Table
+        cols={['User', 'Points', 'Levels', 'Achievements', 'Streak']}
+        rows={r.topChanges}
+        empty="No user changes under the draft."
+        row={(u) => (
+          <tr>
+            <td>
+              <a href={`/dashboard/users/${encodeURIComponent(u.userId)}`}>{u.userId}</a>
+            </td>
+            <td>
+              {Object.entries(u.points)
+                .map(([k, v]) => `${k}: ${fmt(v.current)} → ${fmt(v.draft)}`)
+                .join(', ')}
+            </td>
+            <td>
+              {Object.entries(u.levels)
+                .map(([k, v]) => `${k}: ${v.current ?? '—'} → ${v.draft ?? '—'}`)
+                .join(', ')}
+            </td>
+            <td>
+              {[...u.achievementsGained.map((a) => `+${a}`), ...u.achievementsLost.map((a) => `−${a}`)].join(
+                ' ',
+              )}
+            </td>
+            <td>
+              {u.streak.current === u.streak.draft
+                ? fmt(u.streak.current)
+                : `${u.streak.current} → ${u.streak.draft}`}
+            </td>
+          </tr>
+        )}
+      />
     </div>
     <div class="card">
       <h3>What the replay cannot reproduce exactly</h3>
@@ -356,19 +297,12 @@ async function listPage(deps: Deps, ctx: PageCtx, opts: { text?: string; error?:
         <h3>New simulation</h3>
         <form method="post" action={PATH} class="stack">
           <Csrf token={ctx.csrf} />
-          <div class={`field${opts.error ? ' bad' : ''}`} data-field="document">
-            <label for="f-document">
-              Draft configuration (JSON or YAML, laurel.config/v1; starts as the current one)
-            </label>
-            <textarea id="f-document" name="document" rows={16}>
-              {text}
-            </textarea>
-            {opts.error ? (
-              <div class="err" id="err-document" role="alert">
-                {opts.error}
-              </div>
-            ) : null}
-          </div>
+          <DocumentField
+            label="Draft configuration (JSON or YAML, laurel.config/v1; starts as the current one)"
+            rows={16}
+            text={text}
+            error={opts.error}
+          />
           <div class="grid" style="grid-template-columns:1fr 1fr 1fr">
             <div class="field">
               <label for="f-from">From (optional, ISO date)</label>
@@ -392,36 +326,25 @@ async function listPage(deps: Deps, ctx: PageCtx, opts: { text?: string; error?:
       </div>
       <div class="card">
         <h3>Recent simulations</h3>
-        {runs.length === 0 ? (
-          <Empty>No simulation yet.</Empty>
-        ) : (
-          <table>
-            <thead>
-              <tr>
-                <th>Started</th>
-                <th>Status</th>
-                <th>Progress</th>
-                <th>Window</th>
-              </tr>
-            </thead>
-            <tbody>
-              {runs.map((r) => (
-                <tr>
-                  <td>
-                    <a href={`${PATH}/${r.id}`}>{when(r.createdAt)}</a>
-                  </td>
-                  <td>
-                    <Status s={statusOf(r)} /> {r.status}
-                  </td>
-                  <td>{Math.round(r.progress * 100)}%</td>
-                  <td>
-                    {r.request.from ? when(r.request.from) : 'beginning'} – {when(r.request.to)}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <Table
+          cols={['Started', 'Status', 'Progress', 'Window']}
+          rows={runs}
+          empty="No simulation yet."
+          row={(r) => (
+            <tr>
+              <td>
+                <a href={`${PATH}/${r.id}`}>{when(r.createdAt)}</a>
+              </td>
+              <td>
+                <Status s={statusOf(r)} /> {r.status}
+              </td>
+              <td>{Math.round(r.progress * 100)}%</td>
+              <td>
+                {r.request.from ? when(r.request.from) : 'beginning'} – {when(r.request.to)}
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </Layout>
   );

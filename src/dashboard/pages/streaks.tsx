@@ -10,6 +10,7 @@ import { parseWith } from '../../wire/parse';
 import { streakSummary } from '../data';
 import { attempt, checked, done, formOf, num, pageCtx, str, type Values } from '../forms';
 import type { DashEnv } from '../session';
+import { numeric, Table } from '../components/table';
 import {
   Checkbox,
   Csrf,
@@ -182,24 +183,18 @@ async function streaksPage(deps: Deps, ctx: PageCtx, form: FormState | null) {
         <div class="card">
           <h2>Longest current streaks</h2>
           {summary.leaders.length ? (
-            <table>
-              <thead>
+            <Table
+              cols={['User', numeric('Length')]}
+              rows={summary.leaders}
+              row={(l) => (
                 <tr>
-                  <th>User</th>
-                  <th class="num">Length</th>
+                  <td>
+                    <a href={`/dashboard/users?id=${encodeURIComponent(l.userId)}`}>{l.userId}</a>
+                  </td>
+                  <td class="num">{fmt(l.length)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {summary.leaders.map((l) => (
-                  <tr>
-                    <td>
-                      <a href={`/dashboard/users?id=${encodeURIComponent(l.userId)}`}>{l.userId}</a>
-                    </td>
-                    <td class="num">{fmt(l.length)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              )}
+            />
           ) : (
             <Empty>No user has an active streak.</Empty>
           )}

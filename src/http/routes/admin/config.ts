@@ -10,14 +10,9 @@ import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
 import { readBody } from '../../middleware/body-limit';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { readJson } from '../../validate';
 import { readPage } from './bulk';
-
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 
 const fieldChange = z.object({ before: z.unknown(), after: z.unknown() });
 const PlanSchema = z
@@ -133,7 +128,7 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         description: 'The configuration document (YAML with ?format=yaml)',
         content: { 'application/json': { schema: ConfigDocumentSchema } },
       },
-      401: error('Missing or invalid admin key'),
+      401: errorResponse('Missing or invalid admin key'),
     },
   });
   app.get('/config', async (c) => {
@@ -163,9 +158,9 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     request: { query: prune, body: docBody },
     responses: {
       200: { description: 'The plan', content: { 'application/json': { schema: PlanSchema } } },
-      400: error('Not JSON/YAML or not an object'),
-      401: error('Missing or invalid admin key'),
-      422: error('The document does not match the schema (see issues)'),
+      400: errorResponse('Not JSON/YAML or not an object'),
+      401: errorResponse('Missing or invalid admin key'),
+      422: errorResponse('The document does not match the schema (see issues)'),
     },
   });
   app.post('/config/plan', async (c) => {
@@ -187,10 +182,10 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         description: 'Applied (the plan as executed, and the new version)',
         content: { 'application/json': { schema: PlanSchema } },
       },
-      400: error('Not JSON/YAML or not an object'),
-      401: error('Missing or invalid admin key'),
-      409: error('The document names an older version; nothing changed'),
-      422: error('Invalid document or items (see issues); nothing changed'),
+      400: errorResponse('Not JSON/YAML or not an object'),
+      401: errorResponse('Missing or invalid admin key'),
+      409: errorResponse('The document names an older version; nothing changed'),
+      422: errorResponse('Invalid document or items (see issues); nothing changed'),
     },
   });
   app.post('/config/apply', async (c) => {
@@ -236,8 +231,8 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         description: 'Newest first',
         content: { 'application/json': { schema: z.array(ChangeSchema) } },
       },
-      401: error('Missing or invalid admin key'),
-      422: error('Bad limit or skip'),
+      401: errorResponse('Missing or invalid admin key'),
+      422: errorResponse('Bad limit or skip'),
     },
   });
   app.get('/config/changes', async (c) => {

@@ -3,7 +3,7 @@ import type { Deps } from '../../../deps';
 import { acceptBatch, processBatch } from '../../../services/batch-events';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { BatchMetricEventSchema, MAX_BATCH_ITEMS, validateBatch } from '../../../wire/metric-event-batch';
 import { readJson } from '../../validate';
 
@@ -19,10 +19,6 @@ export function mountMetricEvents(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     return c.json({ accepted: items.length }, 202);
   });
 
-  const error = (description: string) => ({
-    description,
-    content: { 'application/json': { schema: ErrorBodySchema } },
-  });
   registry.registerPath({
     method: 'post',
     path: '/admin/v1/metrics/events',
@@ -47,13 +43,13 @@ export function mountMetricEvents(app: Hono<AppEnv>, deps: Deps, registry: OpenA
           },
         },
       },
-      400: error('Body is not a JSON array, or an item is malformed (named by its index)'),
-      401: error('Missing or invalid admin key'),
-      404: error('Metric not found: <key>'),
-      413: error('Body above the admin body limit'),
-      422: error('Empty or too long, or an item has a bad value (named by its index)'),
-      429: error('Rate limit exceeded'),
-      503: error('Redis unavailable: nothing accepted'),
+      400: errorResponse('Body is not a JSON array, or an item is malformed (named by its index)'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('Metric not found: <key>'),
+      413: errorResponse('Body above the admin body limit'),
+      422: errorResponse('Empty or too long, or an item has a bad value (named by its index)'),
+      429: errorResponse('Rate limit exceeded'),
+      503: errorResponse('Redis unavailable: nothing accepted'),
     },
   });
 }

@@ -3,7 +3,7 @@ import type { Deps } from '../../../deps';
 import { type RebuildSummary, rebuildState } from '../../../rebuild/rebuild';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 
 const SummarySchema = z.object({
   users: z.number().int(),
@@ -25,11 +25,6 @@ export const RebuildStatusSchema = z
   .openapi('RebuildStatus');
 
 type Status = z.output<typeof RebuildStatusSchema>;
-
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 
 /**
  * `POST /admin/v1/rebuild` starts a rebuild of all Redis state from Postgres history in the background
@@ -53,8 +48,8 @@ export function mountRebuild(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIReg
       'Writes pending outbox records first, then replaces every Redis key Laurel derives from history. Runs in the background; poll GET /admin/v1/rebuild. Stop application traffic while it runs.',
     responses: {
       202: ok('Rebuild started'),
-      401: error('Missing or invalid admin key'),
-      409: error('A rebuild is already running'),
+      401: errorResponse('Missing or invalid admin key'),
+      409: errorResponse('A rebuild is already running'),
     },
   });
   app.post('/rebuild', (c) => {
@@ -88,7 +83,7 @@ export function mountRebuild(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIReg
     path: '/admin/v1/rebuild',
     tags: ['operations'],
     summary: 'Status of the last rebuild started by this process',
-    responses: { 200: ok('Rebuild status'), 401: error('Missing or invalid admin key') },
+    responses: { 200: ok('Rebuild status'), 401: errorResponse('Missing or invalid admin key') },
   });
   app.get('/rebuild', (c) => c.json(state));
 }

@@ -13,15 +13,10 @@ import {
 } from '../../../simulations/runs';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { parseWith } from '../../../wire/parse';
 import { readJson } from '../../validate';
 import { isUuid } from '../../../admin/resource';
-
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 
 const instant = z
   .string()
@@ -198,10 +193,10 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     request: { body: { content: { 'application/json': { schema: RequestSchema } } } },
     responses: {
       202: ok('Started'),
-      400: error('Malformed request'),
-      401: error('Missing or invalid admin key'),
-      409: error(`${MAX_RUNNING} simulations are already running`),
-      422: error('Invalid window or sample, or the draft document has errors'),
+      400: errorResponse('Malformed request'),
+      401: errorResponse('Missing or invalid admin key'),
+      409: errorResponse(`${MAX_RUNNING} simulations are already running`),
+      422: errorResponse('Invalid window or sample, or the draft document has errors'),
     },
   });
   app.post('/simulations', async (c) => {
@@ -237,7 +232,7 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     summary: 'Recent simulations, newest first (without their reports)',
     responses: {
       200: ok('Simulations', z.array(SimulationSchema)),
-      401: error('Missing or invalid admin key'),
+      401: errorResponse('Missing or invalid admin key'),
     },
   });
   app.get('/simulations', async (c) => c.json(await listSimulations(deps)));
@@ -250,8 +245,8 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     request: { params: idParam },
     responses: {
       200: ok('The simulation'),
-      401: error('Missing or invalid admin key'),
-      404: error('No such simulation'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('No such simulation'),
     },
   });
   app.get('/simulations/:id', async (c) => {
@@ -269,8 +264,8 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     request: { params: idParam },
     responses: {
       200: ok('The simulation after the request'),
-      401: error('Missing or invalid admin key'),
-      404: error('No such simulation'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('No such simulation'),
     },
   });
   app.post('/simulations/:id/cancel', async (c) => {
@@ -288,8 +283,8 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     request: { params: idParam },
     responses: {
       204: { description: 'Deleted' },
-      401: error('Missing or invalid admin key'),
-      404: error('No such simulation'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('No such simulation'),
     },
   });
   app.delete('/simulations/:id', async (c) => {

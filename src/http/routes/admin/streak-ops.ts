@@ -5,7 +5,7 @@ import { runUserOp } from '../../../services/user-op';
 import { AppError, badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { readJson } from '../../validate';
 
 /** StreakIssue (admin-api §13.1): the SDK requires userId, level and reason. */
@@ -100,14 +100,10 @@ export function mountStreakOps(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
     return c.json({ restoredUsers, issues }, restoredUsers.length > 0 ? 201 : 200);
   });
 
-  const error = (description: string) => ({
-    description,
-    content: { 'application/json': { schema: ErrorBodySchema } },
-  });
   const errors = {
-    400: error('Malformed request'),
-    401: error('Missing or invalid admin key'),
-    422: error('Item count, or the feature is not enabled'),
+    400: errorResponse('Malformed request'),
+    401: errorResponse('Missing or invalid admin key'),
+    422: errorResponse('Item count, or the feature is not enabled'),
   };
   const StreakIssueSchema = z
     .object({

@@ -11,19 +11,15 @@ import type { Deps } from '../../../deps';
 import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { queryOne, readJson } from '../../validate';
 import { isUuid } from '../../../admin/resource';
 import { readIds, readPage } from './bulk';
 
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 const errors = {
-  400: error('Malformed request'),
-  401: error('Missing or invalid admin key'),
-  422: error('Invalid values'),
+  400: errorResponse('Malformed request'),
+  401: errorResponse('Missing or invalid admin key'),
+  422: errorResponse('Invalid values'),
 };
 const IssueSchema = z.object({
   severity: z.enum(['error', 'warning']),

@@ -10,14 +10,9 @@ import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest } from '../../../errors';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { parseWith } from '../../../wire/parse';
 import { readJson } from '../../validate';
-
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 
 /** `GET` and `PATCH /admin/v1/streaks/settings` (admin §12): one singleton, validated as a whole. */
 export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
@@ -30,7 +25,7 @@ export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: Ope
     path: '/admin/v1/streaks/settings',
     tags: ['streak settings'],
     summary: 'Get the streak settings',
-    responses: { 200: ok, 401: error('Missing or invalid admin key') },
+    responses: { 200: ok, 401: errorResponse('Missing or invalid admin key') },
   });
   app.get('/streaks/settings', async (c) => c.json(showStreakSettings(deps, await getStreakSettings(deps))));
 
@@ -42,9 +37,9 @@ export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: Ope
     request: { body: { content: { 'application/json': { schema: StreakSettingsPatchSchema } } } },
     responses: {
       200: ok,
-      400: error('Malformed request'),
-      401: error('Missing or invalid admin key'),
-      422: error('Invalid value or combination; nothing changed'),
+      400: errorResponse('Malformed request'),
+      401: errorResponse('Missing or invalid admin key'),
+      422: errorResponse('Invalid value or combination; nothing changed'),
     },
   });
   app.patch('/streaks/settings', async (c) => {

@@ -10,16 +10,11 @@ import type { Deps } from '../../../deps';
 import { notFoundNamed, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { type OpenAPIRegistry, errorResponse } from '../../openapi';
 import { queryOne } from '../../validate';
 import { isUuid } from '../../../admin/resource';
 import { readPage } from './bulk';
 import { redeliver } from '../../../workers/webhooks';
-
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBodySchema } },
-});
 
 /**
  * `GET /admin/v1/webhooks/{id}/deliveries` (admin §14): the delivery log of one endpoint, newest first;
@@ -47,9 +42,9 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
         description: 'Deliveries',
         content: { 'application/json': { schema: z.array(AdminWebhookDeliverySchema) } },
       },
-      401: error('Missing or invalid admin key'),
-      404: error('Unknown endpoint'),
-      422: error('Invalid query'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('Unknown endpoint'),
+      422: errorResponse('Invalid query'),
     },
   });
   registry.registerPath({
@@ -64,9 +59,9 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
         description: 'Queued; the delivery as it now stands',
         content: { 'application/json': { schema: AdminWebhookDeliverySchema } },
       },
-      401: error('Missing or invalid admin key'),
-      404: error('Unknown endpoint or delivery'),
-      422: error('The endpoint is disabled'),
+      401: errorResponse('Missing or invalid admin key'),
+      404: errorResponse('Unknown endpoint or delivery'),
+      422: errorResponse('The endpoint is disabled'),
     },
   });
   app.post('/webhooks/:id/deliveries/:deliveryId/redeliver', async (c) => {

@@ -12,6 +12,7 @@ import {
   checkAttributeKeys,
   checkTimeZone,
   EventAttributesSchema,
+  EventValueSchema,
   toUserInput,
   UpsertedUserSchema,
 } from '../../../wire/user-input';
@@ -22,14 +23,7 @@ import { z } from '../../../zod';
 export const MetricsEventRequestSchema = z
   .object({
     user: UpsertedUserSchema,
-    // A wrong JSON type (or a missing value) is structural, so it outranks 422 checks of other fields
-    // (application-api §5.3); a non-finite number (e.g. 1e400) passes here and is a 422 below.
-    value: z
-      .unknown()
-      .superRefine((v, ctx) => {
-        if (typeof v !== 'number') ctx.addIssue({ code: 'invalid_type', expected: 'number', input: v });
-      })
-      .openapi({ type: 'number' }),
+    value: EventValueSchema,
     attributes: EventAttributesSchema.nullish(),
   })
   .openapi('MetricsEventRequest');

@@ -124,36 +124,26 @@ export function mountSummaries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
       endDate: z.string().describe('YYYY-MM-DD, at most 400 days after startDate'),
     }),
   };
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/metrics/{key}/event-summary',
-    tags: ['metrics'],
-    summary: "A user's metric change and total per day, week or month (user's local calendar)",
-    request: { params: z.object({ id: z.string(), key: z.string() }), ...summaryRequest },
-    responses: {
-      200: {
-        description: 'Buckets, oldest first',
-        content: { 'application/json': { schema: z.array(summaryItem) } },
+  for (const [section, what] of [
+    ['metrics', 'metric'],
+    ['points', 'points'],
+  ] as const) {
+    registry.registerPath({
+      method: 'get',
+      path: `/v1/users/{id}/${section}/{key}/event-summary`,
+      tags: [section],
+      summary: `A user's ${what} change and total per day, week or month (user's local calendar)`,
+      request: { params: z.object({ id: z.string(), key: z.string() }), ...summaryRequest },
+      responses: {
+        200: {
+          description: 'Buckets, oldest first',
+          content: { 'application/json': { schema: z.array(summaryItem) } },
+        },
+        404: error,
+        422: error,
       },
-      404: error,
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/points/{key}/event-summary',
-    tags: ['points'],
-    summary: "A user's points change and total per day, week or month (user's local calendar)",
-    request: { params: z.object({ id: z.string(), key: z.string() }), ...summaryRequest },
-    responses: {
-      200: {
-        description: 'Buckets, oldest first',
-        content: { 'application/json': { schema: z.array(summaryItem) } },
-      },
-      404: error,
-      422: error,
-    },
-  });
+    });
+  }
   registry.registerPath({
     method: 'get',
     path: '/v1/users/{id}/wrapped',
