@@ -172,15 +172,7 @@ interface PreparedOp {
   allKeys: string[];
   usersKi: number;
   streakHistoryKi: number;
-  idem:
-    | {
-        f: string;
-        win: number;
-        exp: number | undefined;
-        prevKi: number | undefined;
-        oldKi: number | undefined;
-      }
-    | undefined;
+  idem: UserScriptInput['idem'];
   ids: string[];
   /** The zone the next attempt assumes, and the stored zone before this request. */
   tz: string;
