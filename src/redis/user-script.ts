@@ -296,6 +296,18 @@ export interface OutboxEntry {
   record: OutboxRecord;
 }
 
+// Every op of one configuration snapshot carries the same wire string: parsed once.
+const wires = new Map<string, PlanWire>();
+function wireOf(raw: string): PlanWire {
+  let wire = wires.get(raw);
+  if (!wire) {
+    if (wires.size >= 64) wires.clear();
+    wire = wireSchema.parse(JSON.parse(raw));
+    wires.set(raw, wire);
+  }
+  return wire;
+}
+
 /** The record of an outbox entry's fields (r: the record, w: the wire objects at commit), or null. */
 export function parseRecord(fields: string[]): OutboxRecord | null {
   let raw: string | undefined;
@@ -318,7 +330,7 @@ export function parseRecord(fields: string[]): OutboxRecord | null {
   }
   if (levels) out.levels = levels;
   if (points) {
-    const wire = wireRaw ? wireSchema.parse(JSON.parse(wireRaw)) : {};
+    const wire = wireRaw ? wireOf(wireRaw) : {};
     const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
     out.awards = points.filter((p) => p.awards.length > 0).map((p) => ({ sys: p.sys, awards: p.awards }));
     out.levels = points.map((p) => {
