@@ -103,7 +103,7 @@ const periodSchema = z.object({
   pause: z.boolean().default(false),
 });
 
-export const streakSchema = z.object({
+const streakSchema = z.object({
   length: z.number(),
   started: z.string().optional(),
   lastMet: z.number().optional(),
@@ -139,7 +139,7 @@ const boardSchema = z.object({
 });
 
 /** A board move the script applied itself (lib/board.lua's reply, with the board id). */
-export const moveSchema = z.object({
+const moveSchema = z.object({
   id: z.string(),
   err: z.string().optional(),
   group: z.string().optional(),
@@ -153,12 +153,12 @@ export const moveSchema = z.object({
 });
 export type LuaMove = z.infer<typeof moveSchema>;
 
-export const USER_OPS = ['event', 'complete', 'upsert', 'grant', 'backdate', 'freeze', 'restore'] as const;
+const USER_OPS = ['event', 'complete', 'upsert', 'grant', 'backdate', 'freeze', 'restore'] as const;
 /** Ops of outbox records: the user script's, and lua/recomputeStreak.lua's (a streak recomputed). */
-export const RECORD_OPS = [...USER_OPS, 'recompute'] as const;
+const RECORD_OPS = [...USER_OPS, 'recompute'] as const;
 
 /** The record of one committed op: the script's reply, its reply marker and its outbox entry (field r). */
-export const recordSchema = z.object({
+const recordSchema = z.object({
   op: z.enum(RECORD_OPS),
   /** The op's id (an event's event id). */
   id: z.string(),
@@ -204,7 +204,7 @@ export const recordSchema = z.object({
   awards: list(z.object({ sys: z.string(), awards: list(awardSchema) })).optional(),
   levels: list(z.object({ sys: z.string(), b: z.any(), a: z.any(), sb: z.any().optional() })).optional(),
 });
-export type UserScriptRecord = z.infer<typeof recordSchema>;
+type UserScriptRecord = z.infer<typeof recordSchema>;
 
 /** Field x of an outbox entry: what only the history writer and rebuild need. */
 const extraSchema = z.object({
@@ -221,9 +221,6 @@ const extraSchema = z.object({
 
 const replaySchema = z.object({ replay: z.string(), total: z.string(), streak: streakSchema });
 const errorSchema = z.object({ err: z.string(), tz: z.string().optional(), prevTz: z.string().optional() });
-
-/** The script's error codes (header of lua/applyUserOp.lua). */
-export type UserScriptError = 'TZ' | 'NO_USER' | 'OVERFLOW' | 'POINTS_OVERFLOW' | 'LOCKED' | 'NOT_ELIGIBLE';
 
 export type UserScriptReply =
   | { kind: 'error'; err: string; tz?: string | undefined; prevTz?: string | undefined }
@@ -253,7 +250,7 @@ export function parseReply(raw: string): UserScriptReply {
 // ------------------------------------------------------------------------------ wire objects
 
 /** A level as webhooks show it (src/engine/levels.ts levelResponse). */
-export const wireLevelSchema = z.object({
+const wireLevelSchema = z.object({
   id: z.string(),
   key: z.string(),
   name: z.string(),
@@ -262,7 +259,7 @@ export const wireLevelSchema = z.object({
   points: z.number(),
 });
 /** A points system's base fields as webhooks show them (src/engine/levels.ts systemBase). */
-export const wireSystemSchema = z.object({
+const wireSystemSchema = z.object({
   id: z.string(),
   key: z.string(),
   name: z.string(),
@@ -271,7 +268,7 @@ export const wireSystemSchema = z.object({
   maxPoints: z.number().nullable(),
 });
 export type WireLevel = z.infer<typeof wireLevelSchema>;
-export type WireSystem = z.infer<typeof wireSystemSchema>;
+type WireSystem = z.infer<typeof wireSystemSchema>;
 
 /** ARGV[3]: per system of the plan, its base fields and its levels in the plan's order. */
 const wireSchema = z.record(z.string(), z.object({ sb: wireSystemSchema, lv: list(wireLevelSchema) }));

@@ -4,7 +4,7 @@ import type { PointsSystemConfig } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { matchesFilters } from '../engine/filters';
 import { histogramRanges } from '../engine/stats';
-import { asArray, type LuaAward } from './user-op';
+import { awardSchema } from '../redis/user-script';
 import { perUserPipelines } from './user-reads';
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { pointsAwards } from '../db/schema';
@@ -27,10 +27,7 @@ export async function userPoints(deps: Deps, userId: string, systemId: string, c
   pipe.lrange(k.awards(systemId), 0, count - 1);
   const res = await execValues(pipe);
   const total = Number(res[0] ?? 0);
-  const awards = ((res[1] ?? []) as string[]).map((raw) => {
-    const a = JSON.parse(raw) as LuaAward;
-    return { ...a, boosts: asArray(a.boosts as string[] | Record<string, never>) };
-  });
+  const awards = ((res[1] ?? []) as string[]).map((raw) => awardSchema.parse(JSON.parse(raw)));
   if (awards.length < RECENT_AWARDS || count <= awards.length) return { total, awards };
   // The list is full and more are asked for: the rest, older, come from the history.
   const seen = new Set(awards.map((a) => a.id));
