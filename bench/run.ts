@@ -62,24 +62,12 @@ import {
   waitForOutboxDrain,
 } from './lib/redis-stats';
 import { startScraper } from './lib/scraper';
-import { seedConfiguration } from './lib/seed';
+import { seedConfiguration, userId, ZONES } from './lib/seed';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const DAY_MS = 86_400_000;
 
-// A few zones on both sides of UTC, so users' local days (streak periods) differ as in production.
-const ZONES = [
-  'UTC',
-  'Europe/London',
-  'Europe/Berlin',
-  'America/New_York',
-  'America/Los_Angeles',
-  'Asia/Tokyo',
-];
-
-/** UUID-shaped ids: key names carry the user id, so its length is part of the memory per user. */
-const userId = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
 /** Veteran users: the same shape, another variant digit, so they never collide with new users. */
 const veteranId = (i: number) => `00000000-0000-4000-9000-${i.toString(16).padStart(12, '0')}`;
 

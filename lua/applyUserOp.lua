@@ -13,21 +13,19 @@ Ops (input.op):
   "upsert"   identify / create / update a user (user_creation triggers, initial freezes);
              input.user.prefs {type = JSON channel array} merges notification preferences (p:<type>)
 
-KEYS[1] profile hash        KEYS[2] metric totals hash   KEYS[3] counters hash
-KEYS[4] achievements hash   KEYS[5] points totals hash   KEYS[6] streak hash
-KEYS[7] idempotency hash (the current window bucket, or the forever hash)
-KEYS[8] board values hash (boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run
-        before it)    KEYS[9] shard outbox stream
-KEYS[10] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
-         returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts)
-KEYS[10 + i] recent awards list of plan.systems[i]
-KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[input.fuse[j].b], whose
-             move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn)
-KEYS[input.appliedKi] (with input.fuse) the user's applied-moves hash (boardId -> seq)
-KEYS[input.shki] the user's streak period history (string; lib/streak.lua)
-KEYS[input.uki] the shard's user index (zset userId -> creation ms), written when the op creates the user
+KEYS[1] the user hash: profile fields and every other part of the user's state under a one-letter
+        prefix (lib/user.lua, src/redis/user-hash.ts)
+KEYS[2] idempotency hash (the current window bucket, or the forever hash)
+KEYS[3] shard outbox stream
+KEYS[4] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
+        returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts)
+KEYS[5] the shard's user index (zset userId -> creation ms), written when the op creates the user
+KEYS[6] the user's streak period history (string; lib/streak.lua)
+KEYS[6 + i] recent awards list of plan.systems[i]
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
              window bucket and of the one before it
+KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[input.fuse[j].b], whose
+             move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn)
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot); levels
         are thresholds only (plan.systems[i].lv)
@@ -52,14 +50,15 @@ ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire JS
 keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
 (its own reply marker).
 
-The steps live in lua/lib/ (one concern each: profile, idempotency, streak, achievements, points,
-user-boards, board, outbox); this file reads the user's state, runs them in order, checks every
-bound before anything is written, then writes.
+The steps live in lua/lib/ (one concern each: user, profile, idempotency, streak, achievements,
+points, user-boards, board, outbox); this file reads the user's state (one HGETALL), runs them in
+order, checks every bound before anything is written, then writes (one HSET of the user hash).
 ]]
 
 
 --!include lib/numbers.lua
 --!include lib/filters.lua
+--!include lib/user.lua
 --!include lib/profile.lua
 --!include lib/idempotency.lua
 --!include lib/streak.lua
@@ -77,9 +76,7 @@ end
 
 -- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op.
 local function applyOne(KEYS, ARGV)
-  local K_PROFILE, K_METRICS, K_COUNTERS, K_ACH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-  local K_POINTS, K_STREAK, K_IDEM, K_BOARDS, K_OUTBOX = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-  local K_OP = KEYS[10]
+  local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
   -- A retried call of an op that already committed (its reply was lost with the connection).
   local committed = redis.call('GET', K_OP)
@@ -100,7 +97,9 @@ local function applyOne(KEYS, ARGV)
 
   -- ------------------------------------------------------------ read and check
 
-  local prof = loadProfile(K_PROFILE)
+  local U = loadUser(K_USER)
+  local prof = U.profile
+  local put, flush = userWrites()
   local exists = prof.created ~= nil
 
   local prior = nil
@@ -122,14 +121,13 @@ local function applyOne(KEYS, ARGV)
     skip = input.skip
   end
 
-  local st = loadStreak(K_STREAK, S.epoch)
-  local histKey = KEYS[input.shki]
+  local st = loadStreak(U.streak, S.epoch)
 
   if prior then
     if S.on then rollover(S.freq, st, cur, st.pauses, S.freezesOn) else st.length = 0 end
     return cjson.encode({
       replay = prior,
-      total = redis.call('HGET', K_METRICS, metricId) or '0',
+      total = U.metrics[metricId] or '0',
       streak = streakReply(st, false),
     })
   end
@@ -137,24 +135,22 @@ local function applyOne(KEYS, ARGV)
   if input.mustExist and not exists then return err('NO_USER') end
 
   local attrs = attributesOf(prof, user)
-  local done = {}
-  local araw = redis.call('HGETALL', K_ACH)
-  for i = 1, #araw, 2 do done[araw[i]] = araw[i + 1] end
+  local done = U.achievements
 
   if op == 'complete' and not done[plan.api.id] then
     if plan.api.locked then return err('LOCKED') end
     if not matches(plan.api.uf, attrs) then return err('NOT_ELIGIBLE') end
   end
 
-  -- Running counters (filtered achievement totals, trigger totals and marks, slots): read on demand,
-  -- written once at the end.
+  -- Running counters (filtered achievement totals, trigger totals and marks, slots): the ones this op
+  -- changes, written at the end.
   local counters = {}
-  local function counter(field)
-    if counters[field] == nil then counters[field] = num(redis.call('HGET', K_COUNTERS, field), 0) end
-    return counters[field]
-  end
   local function stored(field)
-    return num(redis.call('HGET', K_COUNTERS, field), 0)
+    return num(U.counters[field], 0)
+  end
+  local function counter(field)
+    if counters[field] == nil then counters[field] = stored(field) end
+    return counters[field]
   end
 
   -- Event sums: every new running value first, so an overflow changes nothing.
@@ -168,7 +164,7 @@ local function applyOne(KEYS, ARGV)
   local total1 = 0
   if op == 'event' then
     v = tonumber(input.value)
-    total1 = bounded(num(redis.call('HGET', K_METRICS, metricId), 0) + v)
+    total1 = bounded(num(U.metrics[metricId], 0) + v)
     for _, a in ipairs(plan.achievements.metric) do
       if a.ef and #a.ef > 0 and matches(a.ef, eattrs) then
         counters['af:' .. a.id] = bounded(counter('af:' .. a.id) + v)
@@ -197,7 +193,7 @@ local function applyOne(KEYS, ARGV)
     st.length = 0
   end
 
-  local boardValue, boardStore = userBoards(K_BOARDS)
+  local boardValue, boardStore = userBoards(U.boards, function(f, raw) put('b:', f, raw) end)
   local boardValues = {}
   if op == 'event' and v ~= 0 then
     for _, b in ipairs(input.boards or {}) do
@@ -220,7 +216,7 @@ local function applyOne(KEYS, ARGV)
     st.freezes = st.freezes + granted
   end
   local restore = nil
-  if op == 'restore' then restore = streakRestore(S, st, streakHistory(st, histKey), input.fromIdx, cur, now) end
+  if op == 'restore' then restore = streakRestore(S, st, streakHistory(st, K_HIST), input.fromIdx, cur, now) end
 
   -- ------------------------------------------------------------ compute the writes
   -- Writes wait (later) until every points total is known to stay within its bound
@@ -230,10 +226,8 @@ local function applyOne(KEYS, ARGV)
 
   local created = not exists
   local pfields, profileChanged, seq = upsertProfile(prof, user, now, created)
-  later(function()
-    redis.call('HSET', K_PROFILE, unpack(pfields))
-    if created then redis.call('ZADD', KEYS[input.uki], 'NX', now, user.id) end
-  end)
+  for i = 1, #pfields, 2 do put('', pfields[i], pfields[i + 1]) end
+  if created then later(function() redis.call('ZADD', K_USERS, 'NX', now, user.id) end) end
 
   if created and S.freezesOn and st.freezeInit == nil then
     st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -241,8 +235,8 @@ local function applyOne(KEYS, ARGV)
   end
 
   if op == 'event' then
+    put('m:', metricId, fmt(total1))
     later(function()
-      redis.call('HSET', K_METRICS, metricId, fmt(total1))
       if input.idem then idemRemember(K_IDEM, input.idem.oldKi and KEYS[input.idem.oldKi], input.idem, input.eventId, now) end
     end)
   end
@@ -264,17 +258,17 @@ local function applyOne(KEYS, ARGV)
   local sh = nil
   if S.on or st.freezeInit or granted then
     sh = streakFields(S, st, sums)
-    later(streakWrite(S, st, sh, periods, K_STREAK, histKey))
+    later(streakWrite(S, st, sh, periods, function(f, val) put('s:', f, val) end, K_HIST))
     if st.started == '' then st.started = nil end
   end
 
   local completions = {}
   evaluateAchievements(plan, op, done, attrs, total1, counter, increased and st.length or nil, function(id)
     local c = { id = id, cid = nextId(), at = now }
-    -- The bytes cjson.encode({ cid = c.cid, at = now }) gives (lua/rebuild/encode.lua), without the encoder.
-    local encoded = '{"at":' .. fmt(now) .. ',"cid":"' .. c.cid .. '"}'
+    -- "<at ms>|<completion id>" (src/redis/user-hash.ts decodeCompletion; lua/rebuild/encode.lua).
+    local encoded = fmt(now) .. '|' .. c.cid
     done[id] = encoded
-    later(function() redis.call('HSET', K_ACH, id, encoded) end)
+    put('d:', id, encoded)
     completions[#completions + 1] = c
   end)
 
@@ -292,16 +286,16 @@ local function applyOne(KEYS, ARGV)
     date = input.at or now,
   }
   for i, sys in ipairs(plan.systems) do
-    local before = num(redis.call('HGET', K_POINTS, sys.id), 0)
+    local before = num(U.points[sys.id], 0)
     local awards, total, over = awardPoints(sys, before, pctx)
     if over then pointsOverflow = true end
     local lb = false
     if not created then lb = levelAt(sys.lv, before) end
     local la = levelAt(sys.lv, total)
     if #awards > 0 then
-      local listKey = KEYS[10 + i]
+      local listKey = KEYS[6 + i]
+      put('n:', sys.id, fmt(total))
       later(function()
-        redis.call('HSET', K_POINTS, sys.id, fmt(total))
         for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
         -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
         redis.call('LTRIM', listKey, 0, 19)
@@ -325,8 +319,8 @@ local function applyOne(KEYS, ARGV)
   for f, val in pairs(counters) do
     cw[#cw + 1] = f
     cw[#cw + 1] = fmt(val)
+    put('c:', f, cw[#cw])
   end
-  if #cw > 0 then redis.call('HSET', K_COUNTERS, unpack(cw)) end
 
   -- Per-run leaderboard values (the boards' own scripts rank them).
   local boards = {}
@@ -365,22 +359,22 @@ local function applyOne(KEYS, ARGV)
         m.id = fb.id
         moves = moves or {}
         moves[#moves + 1] = m
-        if not m.err then
-          applied[#applied + 1] = fb.id
-          applied[#applied + 1] = fmt(seq)
-        end
+        if not m.err then applied[#applied + 1] = fb.id end
       end
     end
     if #applied > 0 then
-      redis.call('HSET', KEYS[input.appliedKi], unpack(applied))
       -- The outbox record says so too (board.ap), so the history writer skips their repair look-up.
       local moved = {}
-      for i = 1, #applied, 2 do moved[applied[i]] = true end
+      for _, id in ipairs(applied) do
+        put('r:', id, fmt(seq))
+        moved[id] = true
+      end
       for _, b in ipairs(boards) do
         if moved[b.id] then b.ap = true end
       end
     end
   end
+  flush(K_USER)
 
   local battrs = {}
   for _, k in ipairs(plan.breakdownKeys or {}) do

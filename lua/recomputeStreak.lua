@@ -5,25 +5,27 @@ history it was computed from was read (the profile's seq is the one given); othe
 written and the caller retries once the history writer has caught up. Freezes and the longest streak
 are kept (the longest only grows). Writes an outbox record (op "recompute") so the history writer
 carries the new length to the streak rankings, streak leaderboards, streak_periods and user_states,
-like any op's; it fires no webhooks.
+like any op's; it fires no webhooks. Also used with the streak unchanged (fields = {}, pauses given)
+when a user's pauses changed, so the indexes take the expiry under the new pauses.
 
-KEYS[1] profile hash   KEYS[2] streak hash   KEYS[3] shard outbox stream
+KEYS[1] the user hash (profile fields, streak fields under s:, src/redis/user-hash.ts)
+KEYS[2] shard outbox stream
 ARGV[1] expected profile seq
-ARGV[2] JSON {epoch, fields = {field, value, ...} (streak hash fields), length, lastMet?, started?,
-        longest, periods = [{idx, length}], record = {...} (record fields the caller knows: id, user,
-        now, tz, date, freq, boards), breakdownKeys = [...]}
+ARGV[2] JSON {epoch, fields = {field, value, ...} (streak fields, without their s: prefix), length, lastMet?, started?,
+        longest, periods = [{idx, length}], pauses? = {{firstDay, lastDay}, ...}, record = {...} (record
+        fields the caller knows: id, user, now, tz, date, freq, boards), breakdownKeys = [...]}
 
 Reply: 1 written, 0 the user changed since (or does not exist): nothing written.
 ]]
-local K_PROFILE, K_STREAK, K_OUTBOX = KEYS[1], KEYS[2], KEYS[3]
+local K_USER, K_OUTBOX = KEYS[1], KEYS[2]
 local expected = ARGV[1]
 local input = cjson.decode(ARGV[2])
 
-local seq = redis.call('HGET', K_PROFILE, 'seq')
+local seq = redis.call('HGET', K_USER, 'seq')
 if seq == false or seq ~= expected then return 0 end
 seq = tonumber(seq) + 1
 
-local cur = redis.call('HMGET', K_STREAK, 'freezes', 'longest', 'longestAt')
+local cur = redis.call('HMGET', K_USER, 's:freezes', 's:longest', 's:longestAt')
 local freezes = tonumber(cur[1] or '0')
 local longest = tonumber(cur[2] or '0')
 local longestAt = cur[3] or '0'
@@ -39,12 +41,16 @@ fields[#fields + 1] = 'longestAt'
 fields[#fields + 1] = longestAt
 fields[#fields + 1] = 'freezes'
 fields[#fields + 1] = string.format('%.0f', freezes)
-redis.call('HSET', K_STREAK, unpack(fields))
-redis.call('HSET', K_PROFILE, 'seq', string.format('%.0f', seq))
+local writes = { 'seq', string.format('%.0f', seq) }
+for i = 1, #fields, 2 do
+  writes[#writes + 1] = 's:' .. fields[i]
+  writes[#writes + 1] = fields[i + 1]
+end
+redis.call('HSET', K_USER, unpack(writes))
 
 local battrs = {}
 for _, k in ipairs(input.breakdownKeys or {}) do
-  local v = redis.call('HGET', K_PROFILE, 'a:' .. k)
+  local v = redis.call('HGET', K_USER, 'a:' .. k)
   if v then battrs[k] = v end
 end
 
@@ -64,6 +70,8 @@ record.streak = {
   extended = false,
   changed = true,
   periods = input.periods,
+  -- The user's pauses, when the caller gives them (their streak expiry counts them).
+  pauses = input.pauses,
 }
 record.sh = fields
 record.ts = (function() local t = redis.call('TIME') return t[1] .. string.format('%06d', tonumber(t[2])) end)()

@@ -1,24 +1,21 @@
-import { Hono } from 'hono';
 import { dashboardRoutes } from './dashboard';
 import { actorContext } from './config-as-code/audit';
 import type { Deps } from './deps';
 import { AppError, isInfrastructureError } from './errors';
-import type { AppEnv } from './app-env';
 import { apiGuard } from './http/middleware/guard';
 import { rateLimiter } from './http/middleware/rate-limit';
 import { requestId } from './http/middleware/request-id';
-import { buildOpenApiDocument, OpenAPIRegistry } from './http/openapi';
+import { buildOpenApiDocument, routesApp } from './http/openapi';
 import { httpMetrics } from './metrics/http';
 import { countBackendError } from './metrics/hooks';
 import { adminRoutes } from './http/routes/admin';
-import { configSchemaHandler } from './http/routes/admin/config';
+import { mountConfigSchema } from './http/routes/admin/config';
 import { systemRoutes } from './http/routes/system';
 import { v1Routes } from './http/routes/v1';
 
 /** Builds the HTTP application: middleware, error handling and every route module. */
 export function createApp(deps: Deps) {
-  const app = new Hono<AppEnv>();
-  const registry = new OpenAPIRegistry();
+  const app = routesApp();
 
   app.use('*', requestId);
   app.use('*', httpMetrics);
@@ -49,7 +46,7 @@ export function createApp(deps: Deps) {
   app.use('/v1/*', application);
   app.use('/api/*', application);
   // Public like /openapi.json: the configuration document's schema, for editors (no data in it).
-  app.get('/admin/v1/config/schema.json', configSchemaHandler);
+  mountConfigSchema(app);
   app.use(
     '/admin/v1/*',
     apiGuard(deps, { maxBody: deps.config.ADMIN_BODY_LIMIT_BYTES, kind: 'admin', limiter }),
@@ -59,13 +56,14 @@ export function createApp(deps: Deps) {
   app.use('/admin/v1/*', actorContext);
   app.use('/dashboard/*', actorContext);
 
-  const v1 = v1Routes(deps, registry);
+  const v1 = v1Routes(deps);
   app.route('/v1', v1.routes);
   // The legacy path of the event endpoint: the same handler; nothing else exists under /api.
-  app.post('/api/metrics/:key/event', v1.recordEvent);
-  app.route('/admin/v1', adminRoutes(deps, registry));
+  app.route('/api', v1.legacy);
+  app.route('/admin/v1', adminRoutes(deps));
   app.route('/dashboard', dashboardRoutes(deps));
 
-  const openApiDocument = buildOpenApiDocument(registry);
+  // Every documented route is mounted by now: the document is built once, from the routes themselves.
+  const openApiDocument = buildOpenApiDocument(app);
   return app;
 }

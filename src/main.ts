@@ -5,6 +5,7 @@ import { createApp } from './app';
 import { loadConfig } from './config';
 import { runMigrations } from './db/migrate';
 import { closeDeps, createDeps } from './deps';
+import { migrateLayout } from './redis/layout';
 import { answerMetricsRequests, startMetricsServer } from './metrics/server';
 import { startWorkers } from './workers';
 import { cancelLocalSimulations } from './simulations/runs';
@@ -22,6 +23,11 @@ try {
 const forkApis = config.API_PROCESSES > 1 && config.ROLE !== 'worker' && cluster.isPrimary;
 if (config.MIGRATE_ON_START && cluster.isPrimary) await runMigrations(config.DATABASE_URL);
 const deps = await createDeps(config);
+// Redis data of an earlier layout is brought to this one before anything serves (one GET once done).
+if (cluster.isPrimary) {
+  const moved = await migrateLayout(deps);
+  if (moved) deps.logger.info({ users: moved }, 'Redis layout migrated');
+}
 const generated = await ensureAdminKey(deps.db, config.ADMIN_API_KEY);
 // The catalog was loaded before the key existed: load it again (and tell the other processes).
 await deps.catalog.changed();

@@ -115,7 +115,8 @@ async function memoryUsage(
       for (let j = 0; j + 1 < replies.length; j += 2) {
         const bytes = Number(replies[j]![1] ?? 0);
         const ttl = Number(replies[j + 1]![1] ?? -1);
-        if (ttl >= 0 && ttl <= TRANSIENT_TTL_MS) {
+        // -2: the key expired between the SCAN and now (a reply marker), so it was transient too.
+        if (ttl === -2 || (ttl >= 0 && ttl <= TRANSIENT_TTL_MS)) {
           out.transient += bytes;
           out.transientKeys++;
         } else out.bytes += bytes;

@@ -7,6 +7,19 @@ import { http, parseBody } from './http';
  * monthly points leaderboard whose runs started 13 months ago.
  */
 
+// A few zones on both sides of UTC, so users' local days (streak periods) differ as in production.
+export const ZONES = [
+  'UTC',
+  'Europe/London',
+  'Europe/Berlin',
+  'America/New_York',
+  'America/Los_Angeles',
+  'Asia/Tokyo',
+];
+
+/** UUID-shaped ids: key names carry the user id, so its length is part of the memory per user. */
+export const userId = (i: number) => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+
 export interface SeededConfig {
   appKey: string;
   metricKey: string;

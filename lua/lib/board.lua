@@ -37,15 +37,18 @@ local function updateBoard(K, A)
   local rankingChanged = false
   -- The ranking's size and lowest entry, read at most once while the ranking is unchanged.
   local card, lowest = nil, nil
+  -- The size follows from the replies (members removed or added); the lowest entry is read again.
   local function zrem(member)
-    redis.call('ZREM', K_RANKING, member)
+    local removed = redis.call('ZREM', K_RANKING, member)
     rankingChanged = true
-    card, lowest = nil, nil
+    if card then card = card - removed end
+    lowest = nil
   end
   local function zadd(score, member)
-    redis.call('ZADD', K_RANKING, score, member)
+    local added = redis.call('ZADD', K_RANKING, score, member)
     rankingChanged = true
-    card, lowest = nil, nil
+    if card then card = card + added end
+    lowest = nil
   end
 
   local function rankOf(member)

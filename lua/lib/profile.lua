@@ -1,13 +1,7 @@
--- The user's profile hash (semantics §1.1): id, created, updated, tz, email, name, sub (subscribed to
--- emails), dt (device tokens, JSON), a:<attribute>, p:<notification type> (JSON channel list), seq.
+-- The user's profile fields (semantics §1.1; unprefixed in the user hash, lib/user.lua): id, created,
+-- updated, tz, email, name, sub (subscribed to emails), dt (device tokens, JSON), a:<attribute>,
+-- p:<notification type> (JSON channel list), seq.
 --!include lib/numbers.lua
-
-local function loadProfile(key)
-  local raw = redis.call('HGETALL', key)
-  local prof = {}
-  for i = 1, #raw, 2 do prof[raw[i]] = raw[i + 1] end
-  return prof
-end
 
 -- The attributes after this request's upsert (filters are evaluated against them).
 local function attributesOf(prof, user)

@@ -42,13 +42,11 @@ local function rollover(freq, st, cur, pauses, freezesOn, skip)
   return resolved, lost
 end
 
--- Period history, a string key of its own beside the streak hash (so the hash stays small and compact,
+-- Period history, a string key of its own beside the user hash (so the hash stays small and compact,
 -- and an event that adds no period never reads it): the newest HIST_MAX met or bridged periods of the
--- hash's settings epoch, oldest first, as "<idx>:<length>[f|p]" joined by ',' (f = bridged by a freeze,
--- p = by a pause). 100 covers the longest history a read can ask (historyPeriods <= 100) and every
--- restore look-back (90 days, 53 weeks, 24 months); older periods live only in streak_periods. Older
--- layouts kept one field per period in the hash (h:<epoch>:<idx>); loadStreak folds those in
--- (st.legacyHist) and the next write moves them.
+-- streak's settings epoch, oldest first, as "<idx>:<length>[f|p]" joined by ',' (f = bridged by a
+-- freeze, p = by a pause). 100 covers the longest history a read can ask (historyPeriods <= 100) and
+-- every restore look-back (90 days, 53 weeks, 24 months); older periods live only in streak_periods.
 local HIST_MAX = 100
 
 local function histEntry(idx, length, freeze, pause)
@@ -76,25 +74,9 @@ local function histEach(hist, fn)
   for idx, len in string.gmatch(hist, '(%-?%d+):(%d+)') do fn(tonumber(idx), tonumber(len)) end
 end
 
--- Reads the streak hash into a state table; a different settings epoch means a discarded state.
-local function loadStreak(key, epoch)
-  local raw = redis.call('HGETALL', key)
-  local h = {}
-  local legacy = nil
-  for i = 1, #raw, 2 do
-    local f = raw[i]
-    if string.byte(f, 1) == 104 and string.byte(f, 2) == 58 then -- 'h:'
-      legacy = legacy or {}
-      legacy[#legacy + 1] = f
-      local e, idx = string.match(f, '^h:(%-?%d+):(%-?%d+)$')
-      if e and tonumber(e) == epoch then
-        local len, fr, pa = string.match(raw[i + 1], '^(%d+)|(%d)|(%d)')
-        legacy[#legacy + 1] = { tonumber(idx), tonumber(len), fr == '1', pa == '1' }
-      end
-    else
-      h[f] = raw[i + 1]
-    end
-  end
+-- The streak's fields (the user hash's s: part, lib/user.lua) as a state table; a different settings
+-- epoch means a discarded state.
+local function loadStreak(h, epoch)
   local st = {
     freezes = num(h.freezes, 0),
     longest = num(h.longest, 0),
@@ -103,18 +85,6 @@ local function loadStreak(key, epoch)
     freezeInit = h.freezeInit,
     raw = h,
   }
-  if legacy then
-    -- Fold the old per-period fields into hist (entries of this epoch, by period).
-    st.legacy = {}
-    local entries = {}
-    for _, x in ipairs(legacy) do
-      if type(x) == 'string' then st.legacy[#st.legacy + 1] = x else entries[#entries + 1] = x end
-    end
-    table.sort(entries, function(a, b) return a[1] < b[1] end)
-    local strs = {}
-    for _, x in ipairs(entries) do strs[#strs + 1] = histEntry(x[1], x[2], x[3], x[4]) end
-    st.legacyHist = histAppend('', strs)
-  end
   if num(h.epoch, -1) == epoch then
     st.length = num(h.length, 0)
     st.lastMet = num(h.lastMet, nil)
@@ -138,9 +108,7 @@ end
 -- The period history, read only when needed (an event that adds no period does not).
 local function streakHistory(st, histKey)
   if st.hist == nil then
-    if st.legacyHist then
-      st.hist = st.legacyHist
-    elseif st.fresh then
+    if st.fresh then
       st.hist = ''
     else
       st.hist = redis.call('GET', histKey) or ''
@@ -274,30 +242,22 @@ local function streakFields(S, st, sums)
   return sf
 end
 
--- Writes the streak hash fields that changed and the period history (appended, folded from the old
--- layout, or dropped with a discarded epoch). `periods` are the op's new periods.
-local function streakWrite(S, st, sf, periods, streakKey, histKey)
+-- The streak fields that changed (put(field, value) each: an event later in a met period changes its
+-- sums alone), and a function writing the period history (appended, or dropped with a discarded
+-- epoch). `periods` are the op's new periods.
+local function streakWrite(S, st, sf, periods, put, histKey)
   local histWrite = nil
   if S.on and #periods > 0 then
     local entries = {}
     for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
     histWrite = histAppend(streakHistory(st, histKey), entries)
-  elseif st.legacyHist and st.legacyHist ~= '' then
-    histWrite = st.legacyHist
   elseif st.staleHist then
     histWrite = false
   end
-  -- Only the fields that change are written (an event later in a met period changes its sums alone).
-  local changed = {}
   for i = 1, #sf, 2 do
-    if st.raw[sf[i]] ~= sf[i + 1] then
-      changed[#changed + 1] = sf[i]
-      changed[#changed + 1] = sf[i + 1]
-    end
+    if st.raw[sf[i]] ~= sf[i + 1] then put(sf[i], sf[i + 1]) end
   end
   return function()
-    if #changed > 0 then redis.call('HSET', streakKey, unpack(changed)) end
-    if st.legacy and #st.legacy > 0 then redis.call('HDEL', streakKey, unpack(st.legacy)) end
     if histWrite then
       redis.call('SET', histKey, histWrite)
     elseif histWrite == false then

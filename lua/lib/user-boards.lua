@@ -1,17 +1,18 @@
--- The user's own value on each leaderboard run (the boards' scripts rank it: lib/board.lua). The hash
--- keeps, per board, the latest run the user has a value in ("<boardId>" -> "<run>|<value>") and the
--- one before it ("<boardId>~", for a late event of the previous run after a change of zone), so it
--- never outgrows the boards.
+-- The user's own value on each leaderboard run (the boards' scripts rank it: lib/board.lua), in the
+-- user hash's b: part (lib/user.lua): per board, the latest run the user has a value in
+-- ("<boardId>" -> "<run>|<value>") and the one before it ("<boardId>~", for a late event of the
+-- previous run after a change of zone), so it never outgrows the boards.
 --!include lib/numbers.lua
 
--- Returns value(id, run) and store(id, run, value) over the hash at `key` (each board read once).
-local function userBoards(key)
+-- Returns value(id, run) and store(id, run, value) over the part `h` (boardId -> raw); store writes
+-- through put(field, raw).
+local function userBoards(h, put)
   local slots = {}
   local function slot(id)
     local s = slots[id]
     if not s then
-      local vals = redis.call('HMGET', key, id, id .. '~')
       s = {}
+      local vals = { h[id], h[id .. '~'] }
       for j = 1, 2 do
         if vals[j] then
           local r, val = string.match(vals[j], '^([^|]*)|(.*)$')
@@ -32,11 +33,12 @@ local function userBoards(key)
     local s = slot(id)
     local raw = run .. '|' .. fmt(v)
     if s[1] == nil or s[1].run == run then
-      redis.call('HSET', key, id, raw)
+      put(id, raw)
     elseif run > s[1].run then
-      redis.call('HSET', key, id, raw, id .. '~', s[1].raw)
+      put(id, raw)
+      put(id .. '~', s[1].raw)
     elseif s[2] == nil or run >= s[2].run then
-      redis.call('HSET', key, id .. '~', raw)
+      put(id .. '~', raw)
     end
   end
   return value, store

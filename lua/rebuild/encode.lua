@@ -1,5 +1,5 @@
 --[[
-encode (rebuild): JSON-encodes recent awards and achievement completions exactly as
+encode (rebuild): encodes recent awards (JSON) and achievement completions exactly as
 lua/applyUserOp.lua stores them, so rebuilt values are byte-identical (cjson's key order follows the
 table layout, which the constructors below reproduce). Reads and writes no keys.
 
@@ -16,7 +16,7 @@ for i, a in ipairs(input.awards or {}) do
   awards[i] = cjson.encode({ id = a.id, awarded = a.awarded, total = a.total, trigger = a.trigger, boosts = applied, date = a.date })
 end
 for i, c in ipairs(input.completions or {}) do
-  -- Same constructor as complete() in applyUserOp.lua.
-  completions[i] = cjson.encode({ cid = c.cid, at = c.at })
+  -- As applyUserOp.lua stores them: "<at ms>|<completion id>".
+  completions[i] = string.format('%.0f', c.at) .. '|' .. c.cid
 end
 return cjson.encode({ awards = awards, completions = completions })

@@ -10,20 +10,22 @@ import {
   checkFilters,
   describedOutFields,
   descriptionSchema,
-  duplicateKey,
   filterListSchema,
   findLive,
   insertNew,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keyedColumns,
+  keyedPatch,
   keySchema,
   listLive,
   nameSchema,
   parseItem,
+  patchedBadgeUrl,
   rejectNulls,
   showFilters,
+  softDelete,
+  updateLive,
 } from './common';
 
 const TRIGGERS = ['metric', 'streak', 'api', 'achievement'] as const;
@@ -338,25 +340,18 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     const req = await checkRequirement(deps, next, current.id);
     const requirementChanged = !sameRequirement(req, current);
 
-    let row: AchievementRow;
-    try {
-      [row] = (await deps.db
-        .update(achievements)
-        .set({
-          key: input.key ?? current.key,
-          name: input.name ?? current.name,
-          description: input.description === undefined ? current.description : input.description,
-          badgeUrl: input.badge === undefined ? current.badgeUrl : (input.badge?.url ?? null),
-          status,
-          ...req,
-          updated: new Date(deps.clock.now()),
-        })
-        .where(eq(achievements.id, current.id))
-        .returning()) as [AchievementRow];
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('achievement');
-      throw err;
-    }
+    const row = (await updateLive(
+      deps,
+      achievements,
+      current.id,
+      {
+        ...keyedPatch(input, current),
+        badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),
+        status,
+        ...req,
+      },
+      { resource: 'achievement' },
+    )) as AchievementRow;
     const activated = status === 'active' && current.status !== 'active';
     if (activated || (status === 'active' && requirementChanged)) await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
@@ -386,9 +381,6 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
       )
       .limit(1);
     if (prerequisiteOf || trigger) throw new ItemIssue('Achievement is in use');
-    await deps.db
-      .update(achievements)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(achievements.id, id));
+    await softDelete(deps, achievements, id);
   },
 };

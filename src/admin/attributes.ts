@@ -1,4 +1,3 @@
-import { eq } from 'drizzle-orm';
 import type { AttributeRow, Snapshot } from '../catalog/snapshot';
 import { attributes, type StoredFilter } from '../db/schema';
 import type { Deps } from '../deps';
@@ -14,6 +13,8 @@ import {
   nameSchema,
   parseItem,
   patchTarget,
+  softDelete,
+  updateLive,
 } from './common';
 
 export const AdminAttributeSchema = z
@@ -84,19 +85,12 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
       { name: 'Attribute', nonNullable: ['name'], fixed: ['key', 'type'] },
       (id) => findAttribute(deps, id),
     );
-    const [row] = await deps.db
-      .update(attributes)
-      .set({ name: input.name ?? current.name, updated: new Date(deps.clock.now()) })
-      .where(eq(attributes.id, input.id))
-      .returning();
-    return showAttribute(row!);
+    const row = await updateLive(deps, attributes, input.id, { name: input.name ?? current.name });
+    return showAttribute(row);
   },
   async remove(deps, { id }) {
     if (!(await findAttribute(deps, id))) throw new ItemIssue('Attribute not found');
     if (attributeInUse(deps.catalog.snapshot, id)) throw new ItemIssue('Attribute is in use');
-    await deps.db
-      .update(attributes)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(attributes.id, id));
+    await softDelete(deps, attributes, id);
   },
 };

@@ -15,6 +15,8 @@ import {
   parseItem,
   patchTarget,
   showFilters,
+  softDelete,
+  updateLive,
 } from './common';
 import { requirePointsSystem, systemIdOf } from './points-systems';
 
@@ -94,7 +96,7 @@ export function showBoost(snap: Snapshot, b: BoostRow, nowMs: number) {
 
 /** A user exists once Redis has their profile or the history writer has stored them. */
 async function userExists(deps: Deps, userId: string): Promise<boolean> {
-  if ((await deps.redis.exists(deps.keys.user(userId).profile)) > 0) return true;
+  if ((await deps.redis.exists(deps.keys.user(userId).hash)) > 0) return true;
   const [row] = await deps.db.select({ id: users.id }).from(users).where(eq(users.id, userId));
   return row !== undefined;
 }
@@ -188,26 +190,24 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
       userAttributes = checkFilters(snap, input.userAttributes, 'user', 'userAttributes');
     }
     const now = new Date(deps.clock.now());
-    const [row] = await deps.db
-      .update(pointsBoosts)
-      .set({
+    const row = await updateLive(
+      deps,
+      pointsBoosts,
+      current.id,
+      {
         name: input.name ?? current.name,
         start,
         end,
         multiplier: input.multiplier ?? current.multiplier,
         rounding: input.rounding ?? current.rounding,
         userAttributes,
-        updated: now,
-      })
-      .where(eq(pointsBoosts.id, current.id))
-      .returning();
-    return showBoost(snap, row!, now.getTime());
+      },
+      { now },
+    );
+    return showBoost(snap, row, now.getTime());
   },
   async remove(deps, { id, ...scope }) {
     if (!(await findBoost(deps, systemIdOf(scope), id))) throw new ItemIssue('Boost not found');
-    await deps.db
-      .update(pointsBoosts)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(pointsBoosts.id, id));
+    await softDelete(deps, pointsBoosts, id);
   },
 };

@@ -150,6 +150,13 @@ export function rejectNulls(item: Record<string, unknown>, nonNullable: readonly
   }
 }
 
+/** PATCH rule for a nullable field: absent keeps `current`, a value or `null` replaces it. */
+export const patched = <T>(given: T | undefined, current: T): T => (given === undefined ? current : given);
+
+/** PATCH rule for a badge: absent keeps the current URL, `null` clears it, a badge sets its URL. */
+export const patchedBadgeUrl = (given: { url: string } | null | undefined, current: string | null) =>
+  given === undefined ? current : (given?.url ?? null);
+
 let lastIdMs = 0;
 let idSeq = 0;
 
@@ -218,6 +225,14 @@ export async function findLive<T extends LiveTable>(
   return row as T['$inferSelect'] | undefined;
 }
 
+/** Soft-deletes the row with this id: history keeps naming it, the live reads no longer see it. */
+export async function softDelete<T extends LiveTable>(deps: Deps, table: T, id: string): Promise<void> {
+  await deps.db
+    .update(table as PgTable)
+    .set({ deletedAt: new Date(deps.clock.now()) })
+    .where(eq(table.id, id));
+}
+
 /** `list` and `get` of a top-level resource kept in a live table: its rows as `show` shows them. */
 export function liveReads<T extends LiveTable, Out>(table: T, show: (row: T['$inferSelect']) => Out) {
   return {
@@ -243,6 +258,16 @@ export const keyedColumns = (input: {
   description: input.description ?? null,
 });
 
+/** The same columns after a PATCH: absent key and name keep theirs, description as `patched`. */
+export const keyedPatch = (
+  input: { key?: string | undefined; name?: string | undefined; description?: string | null | undefined },
+  current: { key: string; name: string; description: string | null },
+) => ({
+  key: input.key ?? current.key,
+  name: input.name ?? current.name,
+  description: patched(input.description, current.description),
+});
+
 /**
  * Inserts one new row of a configuration table with a fresh id and `created` = `updated` = `now`;
  * a unique violation (a key that is taken) is `duplicateKey(resource)`, or `resource()` when that is
@@ -265,6 +290,31 @@ export async function insertNew<T extends LiveTable>(
     return row as T['$inferSelect'];
   } catch (err) {
     if (isUniqueViolation(err)) throw typeof resource === 'string' ? duplicateKey(resource) : resource();
+    throw err;
+  }
+}
+
+/**
+ * Writes `values` to the row with this id with `updated` = `now` and returns the row; with
+ * `resource`, a unique violation (a key that is taken) is `duplicateKey(resource)`. `db` is the
+ * caller's transaction when it holds one.
+ */
+export async function updateLive<T extends LiveTable>(
+  deps: Deps,
+  table: T,
+  id: string,
+  values: Partial<Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>>,
+  opts: { now?: Date; resource?: string; db?: Pick<Deps['db'], 'update'> } = {},
+): Promise<T['$inferSelect']> {
+  try {
+    const [row] = await (opts.db ?? deps.db)
+      .update(table as PgTable)
+      .set({ ...values, updated: opts.now ?? new Date(deps.clock.now()) })
+      .where(eq(table.id, id))
+      .returning();
+    return row as T['$inferSelect'];
+  } catch (err) {
+    if (opts.resource && isUniqueViolation(err)) throw duplicateKey(opts.resource);
     throw err;
   }
 }

@@ -1,4 +1,3 @@
-import { eq } from 'drizzle-orm';
 import type { LeaderboardRow } from '../catalog/snapshot';
 import { leaderboards } from '../db/schema';
 import type { Deps } from '../deps';
@@ -8,18 +7,19 @@ import { z } from '../zod';
 import {
   dateSchema,
   descriptionSchema,
-  duplicateKey,
   findLive,
   insertNew,
   iso,
-  isUniqueViolation,
   ItemIssue,
   keyedColumns,
+  keyedPatch,
   keySchema,
   listLive,
   nameSchema,
   parseItem,
   rejectNulls,
+  softDelete,
+  updateLive,
 } from './common';
 
 const RANK_BY = ['metric', 'points', 'streak'] as const;
@@ -303,33 +303,24 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
       }
     }
 
-    try {
-      const [row] = await deps.db
-        .update(leaderboards)
-        .set({
-          key: input.key ?? current.key,
-          name: input.name ?? current.name,
-          description: input.description === undefined ? current.description : input.description,
-          status: nextStatus,
-          maxParticipants: input.maxParticipants ?? current.maxParticipants,
-          ...config,
-          activatedAt,
-          finishedAt,
-          updated: new Date(nowMs),
-        })
-        .where(eq(leaderboards.id, current.id))
-        .returning();
-      return showLeaderboard(row!, nowMs);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicateKey('leaderboard');
-      throw err;
-    }
+    const row = await updateLive(
+      deps,
+      leaderboards,
+      current.id,
+      {
+        ...keyedPatch(input, current),
+        status: nextStatus,
+        maxParticipants: input.maxParticipants ?? current.maxParticipants,
+        ...config,
+        activatedAt,
+        finishedAt,
+      },
+      { now: new Date(nowMs), resource: 'leaderboard' },
+    );
+    return showLeaderboard(row, nowMs);
   },
   async remove(deps, { id }) {
     if (!(await findLeaderboard(deps, id))) throw new ItemIssue('Leaderboard not found');
-    await deps.db
-      .update(leaderboards)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(leaderboards.id, id));
+    await softDelete(deps, leaderboards, id);
   },
 };

@@ -14,8 +14,12 @@ import {
   nameSchema,
   newId,
   parseItem,
+  patched,
+  patchedBadgeUrl,
   rejectChanges,
   rejectNulls,
+  softDelete,
+  updateLive,
 } from './common';
 import { requirePointsSystem, showBadge, systemIdOf } from './points-systems';
 
@@ -167,26 +171,24 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
       if (input.points !== undefined && input.points !== current.points) {
         await checkPointsFree(tx, systemId, input.points, current.id);
       }
-      const [updated] = await tx
-        .update(pointsLevels)
-        .set({
+      const updated = await updateLive(
+        deps,
+        pointsLevels,
+        current.id,
+        {
           name: input.name ?? current.name,
           points: input.points ?? current.points,
-          description: input.description === undefined ? current.description : input.description,
-          badgeUrl: input.badge === undefined ? current.badgeUrl : (input.badge?.url ?? null),
-          updated: new Date(deps.clock.now()),
-        })
-        .where(eq(pointsLevels.id, current.id))
-        .returning();
-      return updated!;
+          description: patched(input.description, current.description),
+          badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),
+        },
+        { db: tx },
+      );
+      return updated;
     });
     return showLevel(row);
   },
   async remove(deps, { id, ...scope }) {
     if (!(await findLevel(deps, systemIdOf(scope), id))) throw new ItemIssue('Level not found');
-    await deps.db
-      .update(pointsLevels)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(pointsLevels.id, id));
+    await softDelete(deps, pointsLevels, id);
   },
 };

@@ -1,4 +1,3 @@
-import { eq } from 'drizzle-orm';
 import { z } from '../zod';
 import type { MetricRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
@@ -14,6 +13,8 @@ import {
   nameSchema,
   parseItem,
   rejectNulls,
+  softDelete,
+  updateLive,
 } from './common';
 
 export const AdminMetricSchema = z
@@ -99,20 +100,17 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     const unitType = input.unitType ?? current.unitType;
     const units = input.units === undefined ? current.units : input.units;
     checkUnits(unitType, units);
-    const [row] = await deps.db
-      .update(metrics)
-      .set({ name: input.name ?? current.name, unitType, units, updated: new Date(deps.clock.now()) })
-      .where(eq(metrics.id, input.id))
-      .returning();
-    return showMetric(row!);
+    const row = await updateLive(deps, metrics, input.id, {
+      name: input.name ?? current.name,
+      unitType,
+      units,
+    });
+    return showMetric(row);
   },
   async remove(deps, { id }) {
     const current = await findLive(deps, metrics, id);
     if (!current) throw new ItemIssue('Metric not found');
     if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');
-    await deps.db
-      .update(metrics)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(metrics.id, id));
+    await softDelete(deps, metrics, id);
   },
 };

@@ -18,7 +18,10 @@ import {
   liveReads,
   nameSchema,
   parseItem,
+  patched,
+  patchedBadgeUrl,
   patchTarget,
+  updateLive,
 } from './common';
 
 export const AdminPointsSystemSchema = z
@@ -101,18 +104,13 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
       (id) => findPointsSystem(deps, id),
     );
     // Lowering maxPoints never reduces existing totals: only future awards are capped.
-    const [row] = await deps.db
-      .update(pointsSystems)
-      .set({
-        name: input.name ?? current.name,
-        description: input.description === undefined ? current.description : input.description,
-        badgeUrl: input.badge === undefined ? current.badgeUrl : (input.badge?.url ?? null),
-        maxPoints: input.maxPoints === undefined ? current.maxPoints : input.maxPoints,
-        updated: new Date(deps.clock.now()),
-      })
-      .where(eq(pointsSystems.id, input.id))
-      .returning();
-    return showPointsSystem(row!);
+    const row = await updateLive(deps, pointsSystems, input.id, {
+      name: input.name ?? current.name,
+      description: patched(input.description, current.description),
+      badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),
+      maxPoints: input.maxPoints === undefined ? current.maxPoints : input.maxPoints,
+    });
+    return showPointsSystem(row);
   },
   async remove(deps, { id }) {
     if (!(await findPointsSystem(deps, id))) throw new ItemIssue('Points system not found');

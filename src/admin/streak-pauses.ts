@@ -1,8 +1,10 @@
 import { and, asc, eq, gte, inArray, isNull } from 'drizzle-orm';
 import type { PauseRow } from '../catalog/snapshot';
 import { streakPauses, users } from '../db/schema';
+import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { addDays, dayIndex, isValidTimeZone, localDate } from '../engine/periods';
+import { refreshStreakExpiry } from '../services/streak-recompute';
 import { z } from '../zod';
 import { dateSchema, ItemIssue, iso, newId, parseItem } from './common';
 
@@ -39,7 +41,7 @@ async function userZones(deps: Deps, userIds: string[]): Promise<Map<string, str
   for (const r of rows) zones.set(r.id, r.tz && isValidTimeZone(r.tz) ? r.tz : 'UTC');
   for (const id of userIds) {
     if (zones.has(id)) continue;
-    const profile = deps.keys.user(id).profile;
+    const profile = deps.keys.user(id).hash;
     const [exists, tz] = await Promise.all([deps.redis.exists(profile), deps.redis.hget(profile, 'tz')]);
     zones.set(id, exists ? (tz && isValidTimeZone(tz) ? tz : 'UTC') : null);
   }
@@ -91,11 +93,13 @@ export async function createPause(deps: Deps, item: unknown) {
     })
     .returning();
   await syncPauses(deps, input.userId);
+  await refreshStreakExpiry(deps, input.userId);
   return showPause(row!);
 }
 
 /**
- * Copies a user's live pauses into their streak state, where the user script reads them when it
+ * Copies a user's live pauses into their streak state (then the caller refreshes the expiry the
+ * streak indexes hold: refreshStreakExpiry), where the user script reads them when it
  * resolves ended periods: [[firstDayIndex, lastDayIndex], ...]. Postgres stays the source of truth.
  */
 export async function syncPauses(deps: Deps, userId: string): Promise<void> {
@@ -103,14 +107,11 @@ export async function syncPauses(deps: Deps, userId: string): Promise<void> {
     .select({ start: streakPauses.start, end: streakPauses.end })
     .from(streakPauses)
     .where(and(eq(streakPauses.userId, userId), isNull(streakPauses.deletedAt)));
-  const key = deps.keys.user(userId).streak;
-  if (rows.length === 0) await deps.redis.hdel(key, 'pauses');
+  const key = deps.keys.user(userId).hash;
+  const field = userField('streak', 'pauses');
+  if (rows.length === 0) await deps.redis.hdel(key, field);
   else
-    await deps.redis.hset(
-      key,
-      'pauses',
-      JSON.stringify(rows.map((r) => [dayIndex(r.start), dayIndex(r.end)])),
-    );
+    await deps.redis.hset(key, field, JSON.stringify(rows.map((r) => [dayIndex(r.start), dayIndex(r.end)])));
 }
 
 /** Deletes one pause (it stops applying to periods not yet resolved, semantics §4.9). */
@@ -122,4 +123,5 @@ export async function deletePause(deps: Deps, id: string): Promise<void> {
     .returning({ id: streakPauses.id, userId: streakPauses.userId });
   if (!row) throw new ItemIssue('Pause not found');
   await syncPauses(deps, row.userId);
+  await refreshStreakExpiry(deps, row.userId);
 }

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { DEFAULT_STREAK_SETTINGS, type StreakSettingsRow } from '../catalog/snapshot';
 import { streakSettings } from '../db/schema';
 import type { Deps } from '../deps';
-import { recomputeStreaks, resetStreakIndexes } from '../services/streak-recompute';
+import { markStreakEpoch, settleStreakEpoch, unmarkStreakEpoch } from '../services/streak-recompute';
 import { unprocessable } from '../errors';
 import { z } from '../zod';
 import { iso } from './common';
@@ -128,7 +128,8 @@ export async function updateStreakSettings(
     if (value === null && !NULLABLE.has(field)) throw unprocessable(`${field} cannot be null`);
   }
   const nowMs = deps.clock.now();
-  const result = await deps.db.transaction(async (tx) => {
+  let marked: number | undefined;
+  const committing = deps.db.transaction(async (tx) => {
     await tx
       .insert(streakSettings)
       .values({ ...DEFAULT_STREAK_SETTINGS })
@@ -165,17 +166,33 @@ export async function updateStreakSettings(
     const autoEarnOn = (s: StreakSettingsRow) =>
       s.freezeAutoEarnAmount !== null && s.freezeAutoEarnInterval !== null;
     if (autoEarnOn(next) && !autoEarnOn(prev)) next.autoEarnEnabledAt = now;
+    // The new epoch's work below is marked pending before the commit, so that a crash before its end
+    // leaves it to a scheduler pass (src/services/streak-recompute.ts resumeStreakEpoch).
+    if (next.epoch !== prev.epoch) {
+      await markStreakEpoch(deps, next.epoch);
+      marked = next.epoch;
+    }
     const { id: _id, ...values } = next;
     const [written] = await tx.update(streakSettings).set(values).where(eq(streakSettings.id, 1)).returning();
     return { row: written!, prev };
+  });
+  const result = await committing.catch(async (err) => {
+    if (marked !== undefined) await unmarkStreakEpoch(deps, marked);
+    throw err;
   });
   await deps.catalog.changed();
   const { row, prev } = result;
   if (row.epoch !== prev.epoch) {
     // Lengths of the previous epoch leave every cross-user index (semantics §4.1, §4.11, §6.4); after
-    // a frequency change every streak is recomputed from recorded activity (§4.10).
-    await resetStreakIndexes(deps);
-    if (row.enabled && prev.enabled && row.frequency !== prev.frequency) await recomputeStreaks(deps);
+    // a frequency change every streak is recomputed from recorded activity (§4.10). The settings have
+    // committed: should this fail, the scheduler's next pass does it again (so the change is answered).
+    const recompute = row.enabled && prev.enabled && row.frequency !== prev.frequency;
+    await settleStreakEpoch(deps, row.epoch, recompute).catch((err) =>
+      deps.logger.error(
+        { err, epoch: row.epoch },
+        'streak reset or recompute failed; the scheduler resumes it',
+      ),
+    );
   }
   return row;
 }

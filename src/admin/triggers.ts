@@ -13,6 +13,8 @@ import {
   parseItem,
   patchTarget,
   showFilters,
+  softDelete,
+  updateLive,
 } from './common';
 import { requirePointsSystem, systemIdOf } from './points-systems';
 
@@ -268,9 +270,11 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
     }
     const status = input.status ?? current.status;
     const now = new Date(deps.clock.now());
-    const [row] = await deps.db
-      .update(pointsTriggers)
-      .set({
+    const row = await updateLive(
+      deps,
+      pointsTriggers,
+      current.id,
+      {
         type,
         points: input.points ?? current.points,
         status,
@@ -279,18 +283,14 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
         ...values,
         // A change to active is an activation: running totals and time anchors restart from here.
         activatedAt: status === 'active' && current.status !== 'active' ? now : current.activatedAt,
-        updated: now,
-      })
-      .where(eq(pointsTriggers.id, current.id))
-      .returning();
-    return showTrigger(snap, row!);
+      },
+      { now },
+    );
+    return showTrigger(snap, row);
   },
   async remove(deps, { id, ...scope }) {
     if (!(await findTrigger(deps, systemIdOf(scope), id))) throw new ItemIssue('Trigger not found');
     // Soft delete: past awards keep showing the trigger as archived.
-    await deps.db
-      .update(pointsTriggers)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(pointsTriggers.id, id));
+    await softDelete(deps, pointsTriggers, id);
   },
 };

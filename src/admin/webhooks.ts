@@ -6,16 +6,19 @@ import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  parseItem,
   descriptionSchema,
   findLive,
   isHttpUrl,
   iso,
   isoOrNull,
   ItemIssue,
-  newId,
-  rejectNulls,
   liveReads,
+  newId,
+  parseItem,
+  patched,
+  rejectNulls,
+  softDelete,
+  updateLive,
 } from './common';
 
 export const WEBHOOK_EVENT_TYPES = [
@@ -164,26 +167,18 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
     const current = await findWebhookEndpoint(deps, input.id);
     if (!current) throw new ItemIssue('Webhook endpoint not found');
     const newSecret = input.rotateSecret === true ? generateWebhookSecret() : input.secret;
-    const [row] = await deps.db
-      .update(webhookEndpoints)
-      .set({
-        url: input.url ?? current.url,
-        eventTypes: input.eventTypes ?? current.eventTypes,
-        description: input.description === undefined ? current.description : input.description,
-        enabled: input.enabled ?? current.enabled,
-        secret: newSecret ?? current.secret,
-        updated: new Date(deps.clock.now()),
-      })
-      .where(eq(webhookEndpoints.id, input.id))
-      .returning();
-    return showWebhookEndpoint(row!, newSecret !== undefined);
+    const row = await updateLive(deps, webhookEndpoints, input.id, {
+      url: input.url ?? current.url,
+      eventTypes: input.eventTypes ?? current.eventTypes,
+      description: patched(input.description, current.description),
+      enabled: input.enabled ?? current.enabled,
+      secret: newSecret ?? current.secret,
+    });
+    return showWebhookEndpoint(row, newSecret !== undefined);
   },
   async remove(deps, { id }) {
     if (!(await findWebhookEndpoint(deps, id))) throw new ItemIssue('Webhook endpoint not found');
-    await deps.db
-      .update(webhookEndpoints)
-      .set({ deletedAt: new Date(deps.clock.now()) })
-      .where(eq(webhookEndpoints.id, id));
+    await softDelete(deps, webhookEndpoints, id);
   },
 };
 

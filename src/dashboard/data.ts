@@ -4,6 +4,7 @@ import { and, desc, eq, gte } from 'drizzle-orm';
 import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
+import { decodeCompletion, splitUserHash } from '../redis/user-hash';
 import { fromMicros } from '../engine/decimal';
 import type { LuaAward } from '../services/user-op';
 
@@ -239,25 +240,22 @@ export interface UserState {
 export async function userState(deps: Deps, userId: string, systemIds: string[]): Promise<UserState | null> {
   const k = deps.keys.user(userId);
   const pipe = deps.redis.pipeline();
-  pipe.hgetall(k.profile);
-  pipe.hgetall(k.metrics);
-  pipe.hgetall(k.points);
-  pipe.hgetall(k.streak);
-  pipe.hgetall(k.achievements);
+  pipe.hgetall(k.hash);
   for (const s of systemIds) pipe.lrange(k.awards(s), 0, 99);
   pipe.get(k.streakHistory);
   const res = await execValues(pipe);
+  const parts = splitUserHash((res[0] ?? {}) as Record<string, string>);
   const hist = res[res.length - 1] as string | null;
-  if (hist) (res[3] as Record<string, string>).hist = hist;
+  if (hist) parts.streak.hist = hist;
   const val = (i: number) => res[i];
-  const profile = (val(0) ?? {}) as Record<string, string>;
+  const { profile } = parts;
   if (!profile.created) return null;
-  const num = (h: unknown, conv: (n: number) => number = (n) => n) =>
-    new Map(Object.entries((h ?? {}) as Record<string, string>).map(([id, v]) => [id, conv(Number(v))]));
+  const num = (h: Record<string, string>, conv: (n: number) => number = (n) => n) =>
+    new Map(Object.entries(h).map(([id, v]) => [id, conv(Number(v))]));
   const achievements = new Map<string, number>();
-  for (const [id, raw] of Object.entries((val(4) ?? {}) as Record<string, string>)) {
+  for (const [id, raw] of Object.entries(parts.achievements)) {
     try {
-      achievements.set(id, Number(JSON.parse(raw).at));
+      achievements.set(id, decodeCompletion(raw)!.at);
     } catch {
       // An unreadable completion is shown as completed at an unknown time.
       achievements.set(id, Number.NaN);
@@ -265,7 +263,7 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
   }
   const awards = new Map<string, LuaAward[]>();
   systemIds.forEach((s, i) => {
-    const list = (val(5 + i) ?? []) as string[];
+    const list = (val(1 + i) ?? []) as string[];
     awards.set(
       s,
       list.map((x) => JSON.parse(x) as LuaAward),
@@ -273,9 +271,9 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
   });
   return {
     profile,
-    metrics: num(val(1), fromMicros),
-    points: num(val(2)),
-    streak: (val(3) ?? {}) as Record<string, string>,
+    metrics: num(parts.metrics, fromMicros),
+    points: num(parts.points),
+    streak: parts.streak,
     achievements,
     awards,
   };
@@ -283,7 +281,7 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
 
 /** Display names of users (one read each: users live in different slots). */
 export async function userNames(deps: Deps, ids: string[]): Promise<Map<string, string>> {
-  const names = await Promise.all(ids.map((id) => deps.redis.hget(deps.keys.user(id).profile, 'name')));
+  const names = await Promise.all(ids.map((id) => deps.redis.hget(deps.keys.user(id).hash, 'name')));
   return new Map(ids.flatMap((id, i) => (names[i] ? [[id, names[i]!] as [string, string]] : [])));
 }
 

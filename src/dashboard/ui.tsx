@@ -163,6 +163,10 @@ export const TextArea: FC<FieldProps> = (p) => (
   </FieldWrap>
 );
 
+/** The options of a Select that picks one of `rows` (metrics, achievements, …): its id, shown by name. */
+export const optionsOf = (rows: readonly { id: string; name: string }[]): Array<[string, string]> =>
+  rows.map((r) => [r.id, r.name]);
+
 const MULTI_SELECT_HINT = 'Hold Ctrl (⌘ on a Mac) and click to pick several, or to unpick one.';
 
 export const Select: FC<

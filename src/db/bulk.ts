@@ -1,6 +1,12 @@
-import { type SQL, sql } from 'drizzle-orm';
+import { is, type SQL, StringChunk } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import { PostgresJsSession } from 'drizzle-orm/postgres-js';
 
-/** Postgres array element types a bulk insert can carry (jsonb travels as text and is cast per row). */
+/**
+ * Postgres array element types a bulk insert can carry (jsonb travels as text and is cast per row).
+ * `epoch_ms` is a timestamptz given as milliseconds since the epoch (a number: no Date to build and
+ * serialise per row).
+ */
 export type BulkType =
   | 'uuid'
   | 'text'
@@ -10,6 +16,7 @@ export type BulkType =
   | 'float8'
   | 'date'
   | 'timestamptz'
+  | 'epoch_ms'
   | 'jsonb';
 
 export interface BulkColumn<T> {
@@ -18,49 +25,90 @@ export interface BulkColumn<T> {
   value: (row: T) => unknown;
 }
 
+/** A drizzle postgres-js database or transaction (its session's client runs the statement). */
 interface Executor {
-  execute(query: SQL): Promise<unknown>;
+  readonly _: { readonly session: unknown };
+}
+
+const dialect = new PgDialect();
+
+/** The text of a parameterless SQL: its string chunks joined (drizzle's renderer only otherwise). */
+function textOf(query: SQL): string {
+  let text = '';
+  for (const chunk of query.queryChunks) {
+    if (!is(chunk, StringChunk)) {
+      const q = dialect.sqlToQuery(query);
+      if (q.params.length) throw new Error('bulkInsert: the tail takes no parameters');
+      return q.sql;
+    }
+    text += chunk.value.join('');
+  }
+  return text;
+}
+/** Statement text per table, columns and tail: the same few statements run on every pass. */
+const texts = new Map<string, string>();
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+function statementText<T>(table: string, columns: Array<BulkColumn<T>>, tail: string): string {
+  const key = `${table}\u0000${columns.map((c) => `${c.column}:${c.type}`).join(',')}\u0000${tail}`;
+  let text = texts.get(key);
+  if (text === undefined) {
+    // Casts and the t(c0, c1, ...) aliases are SQL text, not values, so they cannot be parameters;
+    // they are built only from BulkType (a closed list), column names and positions, never from data.
+    const selects = columns
+      .map((c, i) =>
+        c.type === 'jsonb'
+          ? `nullif(c${i}::jsonb, 'null'::jsonb)`
+          : c.type === 'text'
+            ? `c${i}`
+            : c.type === 'epoch_ms'
+              ? `timestamptz 'epoch' + c${i}::int8 * interval '1 millisecond'`
+              : `c${i}::${c.type}`,
+      )
+      .join(', ');
+    const sources = columns
+      .map((c, i) =>
+        c.type === 'jsonb'
+          ? `json_array_elements($${i + 1}::json)`
+          : `json_array_elements_text($${i + 1}::json)`,
+      )
+      .join(', ');
+    const names = columns.map((c) => quote(c.column)).join(', ');
+    const aliases = columns.map((_, i) => `c${i}`).join(', ');
+    text = `insert into ${quote(table)} (${names}) select ${selects} from rows from (${sources}) as t(${aliases}) ${tail}`;
+    if (texts.size >= 256) texts.clear();
+    texts.set(key, text);
+  }
+  return text;
 }
 
 /**
  * One `INSERT ... SELECT` for any number of rows, with one parameter per column: the column's values
  * as a JSON array, expanded side by side by `ROWS FROM (json_array_elements_text(...), ...)` and cast
  * in SQL. JSON.stringify is native, so the values need no per-value conversion or array escaping in
- * JavaScript (the history writer's hot path); dates travel as ISO strings (Date#toJSON), null and
- * undefined as SQL NULL, and jsonb values as JSON. `tail` is the rest of the statement, e.g.
- * `on conflict do nothing`.
+ * JavaScript (the history writer's hot path); dates travel as ISO strings (Date#toJSON) or epoch
+ * milliseconds (`epoch_ms`), null and undefined as SQL NULL, and jsonb values as JSON. `tail` is the
+ * rest of the statement, e.g. `on conflict do nothing` (SQL text only: no parameters).
+ *
+ * The statement text depends only on the table, the columns and the tail, so it is a named prepared
+ * statement of the connection (postgres.js caches it): parsed and planned once per connection, not
+ * per call, and sent in one round trip instead of a describe round trip and then the values.
  */
 export async function bulkInsert<T>(
   db: Executor,
   table: string,
   columns: Array<BulkColumn<T>>,
   rows: T[],
-  tail: SQL = sql`on conflict do nothing`,
+  tail?: SQL,
 ): Promise<void> {
   if (rows.length === 0) return;
-  const names = sql.join(
-    columns.map((c) => sql.identifier(c.column)),
-    sql`, `,
-  );
-  // Casts and the t(c0, c1, ...) aliases are SQL text, not values, so they cannot be parameters; they
-  // are built only from BulkType (a closed list) and column positions, never from data.
-  const selects = columns
-    .map((c, i) =>
-      c.type === 'jsonb'
-        ? `nullif(c${i}::jsonb, 'null'::jsonb)`
-        : c.type === 'text'
-          ? `c${i}`
-          : `c${i}::${c.type}`,
-    )
-    .join(', ');
-  const sources = columns.map((c) => {
-    const values = sql.param(JSON.stringify(rows.map(c.value)));
-    return c.type === 'jsonb'
-      ? sql`json_array_elements(${values}::json)`
-      : sql`json_array_elements_text(${values}::json)`;
-  });
-  const aliases = columns.map((_, i) => `c${i}`).join(', ');
-  await db.execute(
-    sql`insert into ${sql.identifier(table)} (${names}) select ${sql.raw(selects)} from rows from (${sql.join(sources, sql`, `)}) as t(${sql.raw(aliases)}) ${tail}`,
-  );
+  const tailText = tail ? textOf(tail) : 'on conflict do nothing';
+  const text = statementText(table, columns, tailText);
+  const params = columns.map((c) => JSON.stringify(rows.map(c.value)));
+  const session = db._.session;
+  if (is(session, PostgresJsSession)) {
+    await session.client.unsafe(text, params, { prepare: true });
+    return;
+  }
+  throw new Error('bulkInsert: a postgres-js database or transaction is required');
 }

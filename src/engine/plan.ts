@@ -3,6 +3,7 @@ import type { StoredFilter } from '../db/schema';
 import type { LuaFilter, PlanWire, WireLevel } from '../redis/user-script';
 import { toMicros } from './decimal';
 import { levelResponse, systemBase } from './levels';
+import { boostFields, triggerShape } from './points-shapes';
 
 export interface PlanSystem {
   id: string;
@@ -49,8 +50,13 @@ export interface CompiledPlan {
   json: string;
   /** Per system of the plan, its levels as of this snapshot (plan.systems[i].lv's objects). */
   levels: Map<string, WireLevel[]>;
-  /** The systems' and levels' wire objects (PlanWire) as JSON: ARGV[3], copied to the outbox as is. */
+  /**
+   * The wire objects (PlanWire) of the plan's systems, levels and triggers as JSON: ARGV[3], copied to
+   * the outbox as is (an op that may apply boosts sends opWire()'s instead).
+   */
   wire: string;
+  /** `wire` before encoding. */
+  wireObjects: PlanWire;
   /** Upper bound of ids (completions + awards) one call can use. */
   idCount: number;
 }
@@ -190,9 +196,63 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     const sys = snap.systemsById.get(ps.id)!;
     const lv = sys.levels.map(levelResponse);
     levels.set(ps.id, lv);
-    wire[ps.id] = { sb: systemBase(sys), lv };
+    // The triggers that can award in this plan, as webhooks show them (semantics §0: fixed at commit).
+    const t: Record<string, Record<string, unknown>> = {};
+    for (const list of [ps.uc, ps.mt, ps.st, ps.at, ps.tt])
+      for (const { id } of list) {
+        const row = snap.triggersById.get(id);
+        if (row) t[id] = triggerShape(snap, row);
+      }
+    wire[ps.id] = { sb: systemBase(sys), lv, ...(Object.keys(t).length ? { t } : {}) };
   }
-  return { plan, json: JSON.stringify(plan), levels, wire: JSON.stringify(wire), idCount };
+  return {
+    plan,
+    json: JSON.stringify(plan),
+    levels,
+    wire: JSON.stringify(wire),
+    wireObjects: wire,
+    idCount,
+  };
+}
+
+const opWires = new WeakMap<CompiledPlan, Map<string, string>>();
+
+/**
+ * The wire JSON of an op (ARGV[3]) that may apply `boosts` (system id -> the boosts active for it):
+ * the plan's, plus those boosts' fields, so that webhooks show the boosts as configured at commit.
+ * The plan's own string when there are none; cached per plan and boost set.
+ */
+export function opWire(
+  snap: Snapshot,
+  compiled: CompiledPlan,
+  boosts: Record<string, ReadonlyArray<{ id: string }>>,
+): string {
+  const systems = Object.keys(boosts).filter((id) => boosts[id]!.length > 0 && compiled.wireObjects[id]);
+  if (systems.length === 0) return compiled.wire;
+  const key = systems.map((id) => `${id}:${boosts[id]!.map((b) => b.id).join(',')}`).join(';');
+  let perPlan = opWires.get(compiled);
+  if (!perPlan) {
+    perPlan = new Map();
+    opWires.set(compiled, perPlan);
+  }
+  let out = perPlan.get(key);
+  if (out === undefined) {
+    const wire: PlanWire = { ...compiled.wireObjects };
+    for (const id of systems) {
+      const rows = snap.systemsById.get(id)?.boosts ?? [];
+      const bo: NonNullable<PlanWire[string]['bo']> = {};
+      for (const { id: boostId } of boosts[id]!) {
+        const b = rows.find((r) => r.id === boostId);
+        if (b) bo[boostId] = boostFields(b);
+      }
+      wire[id] = { ...wire[id]!, bo };
+    }
+    out = JSON.stringify(wire);
+    // User-specific boosts make many sets: keep the cache bounded.
+    if (perPlan.size >= 256) perPlan.clear();
+    perPlan.set(key, out);
+  }
+  return out;
 }
 
 const cache = new WeakMap<Snapshot, Map<string, CompiledPlan>>();

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
-import { badRequest, unprocessable } from '../errors';
+import type { Snapshot } from '../catalog/snapshot';
+import { badRequest, invalidAttributeKeys, unprocessable } from '../errors';
 import { readBody } from './middleware/body-limit';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -108,6 +109,12 @@ export function queryAttributeFilter(c: Context): Array<[string, string]> | unde
     if (!key || !value) throw unprocessable('userAttributes must be key:value pairs');
     return [key, value];
   });
+}
+
+/** A userAttributes filter may only name user attributes that exist: else 422 naming the others. */
+export function requireKnownUserAttributes(snap: Snapshot, pairs: Array<[string, string]>): void {
+  const unknown = pairs.map(([k]) => k).filter((k) => !snap.userAttributesByKey.has(k));
+  if (unknown.length) throw invalidAttributeKeys(unknown);
 }
 
 /** A date query parameter (YYYY-MM-DD, a real calendar date) or undefined. */

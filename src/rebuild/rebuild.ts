@@ -7,6 +7,7 @@
  * Run it with application traffic stopped: an op committed in Redis while its user is being rebuilt
  * would be overwritten (its history still reaches Postgres, so a second rebuild repairs it).
  */
+import { joinUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { snapshottedRuns } from '../services/leaderboards';
 import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
@@ -48,13 +49,8 @@ export interface RebuildSummary {
 export function userKeyNames(ctx: RebuildContext, s: Pick<UserState, 'keys'>): string[] {
   const k = s.keys;
   return [
-    k.profile,
-    k.metrics,
-    k.counters,
-    k.achievements,
-    k.points,
-    k.streak,
-    k.boards,
+    k.hash,
+    ...Object.values(k.legacy()),
     ...ctx.systems.map((sys) => k.awards(sys.id)),
     k.streakHistory,
   ];
@@ -76,18 +72,9 @@ async function writeUsers(deps: Deps, ctx: RebuildContext, states: UserState[]):
   let keys = 0;
   for (const s of states) {
     for (const key of [...userKeyNames(ctx, s), ...idempotencyKeyNames(deps, s)]) pipe.unlink(key);
-    const hashes: Array<[string, Record<string, string>]> = [
-      [s.keys.profile, s.profile],
-      [s.keys.metrics, s.metrics],
-      [s.keys.counters, s.counters],
-      [s.keys.achievements, s.achievements],
-      [s.keys.points, s.points],
-      [s.keys.streak, s.streak],
-      [s.keys.boards, s.boards],
-    ];
-    for (const [key, h] of hashes) {
-      if (!nonEmpty(h)) continue;
-      pipe.hset(key, ...flat(h));
+    const hash = joinUserHash(s);
+    if (nonEmpty(hash)) {
+      pipe.hset(s.keys.hash, ...flat(hash));
       keys++;
     }
     for (const [key, h] of Object.entries(s.idem)) {

@@ -7,7 +7,7 @@
  * | metrics | sum of `events.value_micros` per metric |
  * | idem | `events.idempotency_key` → event id (with a window: "<event id>|<ms>" of keys first used inside it, in their bucket's hash) |
  * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
- * | achievements | `achievement_completions`, JSON-encoded by the same Lua constructor |
+ * | achievements | `achievement_completions`, encoded as the user script stores them (time, then completion id) |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
  * | awards:<system> | the newest 20 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
  * | streak | `user_states.streak` (fields as last written) |

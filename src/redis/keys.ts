@@ -13,7 +13,66 @@ export function shardOf(userId: string, shards: number): number {
   return h % shards;
 }
 
-export type UserKeys = ReturnType<Keys['user']>;
+/**
+ * The keys of one user, all in the user's shard slot (a class, not an object of closures: one is built
+ * per request).
+ */
+export class UserKeys {
+  /** The user's state: profile fields and every other part under its prefix (src/redis/user-hash.ts). */
+  readonly hash: string;
+  /** Streak period history: the newest 100 periods of the streak's epoch (lua/lib/streak.lua). */
+  readonly streakHistory: string;
+  /** "<metricId>|<key>" -> event id, kept forever (IDEMPOTENCY_WINDOW_DAYS=0). */
+  readonly idempotency: string;
+
+  constructor(
+    readonly shard: number,
+    base: string,
+    /** The shard's outbox stream. */
+    readonly outbox: string,
+    /** Every user of the shard (score = creation ms), written by the user script when it creates one. */
+    readonly users: string,
+  ) {
+    this.hash = base;
+    this.streakHistory = `${base}:shist`;
+    this.idempotency = `${base}:idem`;
+  }
+
+  /**
+   * "<metricId>|<key>" -> "<event id>|<first use ms>" of keys first used in window bucket `b`
+   * (floor(ms / window)); each bucket key expires when its last entry leaves the window.
+   */
+  idemBucket(bucket: number): string {
+    return `${this.hash}:idem:${bucket}`;
+  }
+
+  /** Recent awards of one system (JSON, newest first, capped). */
+  awards(systemId: string): string {
+    return `${this.hash}:awards:${systemId}`;
+  }
+
+  /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
+  op(opId: string): string {
+    return `${this.hash}:op:${opId}`;
+  }
+
+  /**
+   * The keys of the layout before the user hash (one hash per part), read only by the layout
+   * migration (src/redis/layout.ts) and unlinked by rebuild.
+   */
+  legacy() {
+    const base = this.hash;
+    return {
+      metrics: `${base}:metrics`,
+      counters: `${base}:counters`,
+      achievements: `${base}:achievements`,
+      points: `${base}:points`,
+      streak: `${base}:streak`,
+      boards: `${base}:boards`,
+      applied: `${base}:applied`,
+    };
+  }
+}
 
 export class Keys {
   constructor(
@@ -26,44 +85,14 @@ export class Keys {
   }
 
   /** The keys of one user, all in the user's shard slot. */
-  user(userId: string) {
+  user(userId: string): UserKeys {
     const shard = shardOf(userId, this.shards);
-    const base = `${this.shardTag(shard)}:user:${userId}`;
-    return {
+    return new UserKeys(
       shard,
-      /** Profile and scalar state (tz, attributes, streak fields, seq). */
-      profile: base,
-      /** metricId -> total in millionths. */
-      metrics: `${base}:metrics`,
-      /** Running totals and high-water marks: trigger and filtered-achievement counters. */
-      counters: `${base}:counters`,
-      /** achievementId -> completion JSON. */
-      achievements: `${base}:achievements`,
-      /** systemId -> points total. */
-      points: `${base}:points`,
-      /** Streak per-period sums and history (JSON values). */
-      streak: `${base}:streak`,
-      /** Streak period history: the newest 100 periods of the streak's epoch (lua/lib/streak.lua). */
-      streakHistory: `${base}:shist`,
-      /** "<metricId>|<key>" -> event id, kept forever (IDEMPOTENCY_WINDOW_DAYS=0). */
-      idempotency: `${base}:idem`,
-      /**
-       * "<metricId>|<key>" -> "<event id>|<first use ms>" of keys first used in window bucket `b`
-       * (floor(ms / window)); each bucket key expires when its last entry leaves the window.
-       */
-      idemBucket: (bucket: number) => `${base}:idem:${bucket}`,
-      /** Per-board per-run values: "<boardId>|<runStart>" -> value. */
-      boards: `${base}:boards`,
-      /** Recent awards of one system (JSON, newest first, capped). */
-      awards: (systemId: string) => `${base}:awards:${systemId}`,
-      outbox: this.outbox(shard),
-      /** Every user of the shard (score = creation ms), written by the user script when it creates one. */
-      users: this.shardUsers(shard),
-      /** boardId -> seq of the latest op whose board move the API applied (lets the writer skip repairs). */
-      applied: `${base}:applied`,
-      /** The reply of one committed op, kept briefly so a retried call can be answered (not redone). */
-      op: (opId: string) => `${base}:op:${opId}`,
-    };
+      `${this.shardTag(shard)}:user:${userId}`,
+      this.outbox(shard),
+      this.shardUsers(shard),
+    );
   }
 
   outbox(shard: number): string {
@@ -115,6 +144,8 @@ export class Keys {
   private buildGlobal() {
     return {
       userCount: `${this.prefix}:{global}:users`,
+      /** The Redis layout version this data is in (src/redis/layout.ts). */
+      layout: `${this.prefix}:{global}:layout`,
       achievementCompletions: `${this.prefix}:{global}:achievement-completions`,
       /** Sorted set userId -> points total of one system (histograms, level summaries). */
       pointsTotals: (systemId: string) => `${this.prefix}:{global}:points:${systemId}`,

@@ -49,9 +49,6 @@ export interface UserScriptInput {
         oldKi: number | undefined;
       }
     | undefined;
-  /** KEYS indexes of the shard's user index and of the user's streak period history. */
-  uki: number;
-  shki: number;
   mustExist?: boolean | undefined;
   grant?: string[] | undefined;
   at?: number | undefined;
@@ -68,8 +65,6 @@ export interface UserScriptInput {
   noHistory?: boolean | undefined;
   /** Boards (input.boards[b], 1-based) moved by the script itself: KEYS[ki .. ki + kn - 1]. */
   fuse?: Array<{ b: number; ki: number; kn: number; max: number }> | undefined;
-  /** KEYS index of the user's applied-moves hash (with fuse). */
-  appliedKi?: number | undefined;
 }
 
 // cjson encodes an empty Lua table as {}: lists and maps are read through these.
@@ -191,7 +186,7 @@ const recordSchema = z.object({
     .optional(),
   slot: z.number().optional(),
   moves: list(moveSchema).optional(),
-  /** An API completion that had already happened: its stored JSON {cid, at}. */
+  /** An API completion that had already happened: as stored (src/redis/user-hash.ts decodeCompletion). */
   already: z.string().optional(),
   /** The stored profile (replies of ops other than events; in the outbox, field x's). */
   profile: stringMap.optional(),
@@ -270,8 +265,35 @@ const wireSystemSchema = z.object({
 export type WireLevel = z.infer<typeof wireLevelSchema>;
 type WireSystem = z.infer<typeof wireSystemSchema>;
 
-/** ARGV[3]: per system of the plan, its base fields and its levels in the plan's order. */
-const wireSchema = z.record(z.string(), z.object({ sb: wireSystemSchema, lv: list(wireLevelSchema) }));
+/** A boost's fields as webhooks show them, but its status (src/engine/points-shapes.ts boostFields). */
+const wireBoostSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  start: z.string(),
+  end: z.string().nullable(),
+  multiplier: z.number(),
+  rounding: z.enum(['down', 'up', 'nearest']),
+});
+/** Trigger objects by id (src/engine/points-shapes.ts triggerShape; their fields vary by type). */
+const wireTriggersSchema = z.record(z.string(), z.record(z.string(), z.unknown()));
+type WireAwardConfig = {
+  t?: z.infer<typeof wireTriggersSchema>;
+  bo?: Record<string, z.infer<typeof wireBoostSchema>>;
+};
+
+/**
+ * ARGV[3]: per system of the plan, its base fields, its levels in the plan's order, the objects of the
+ * triggers that can award in the plan (t) and the fields of the boosts the op may apply (bo).
+ */
+const wireSchema = z.record(
+  z.string(),
+  z.object({
+    sb: wireSystemSchema,
+    lv: list(wireLevelSchema),
+    t: wireTriggersSchema.optional(),
+    bo: z.record(z.string(), wireBoostSchema).optional(),
+  }),
+);
 export type PlanWire = z.infer<typeof wireSchema>;
 
 // ------------------------------------------------------------------------------ outbox records
@@ -283,7 +305,9 @@ export type OutboxRecord = Omit<UserScriptRecord, 'awards' | 'levels' | 'points'
    * Levels before and after the op per system with awards (or a new user at a level), and the
    * system's base fields, as configured at commit (false: no level). Absent in older records.
    */
-  levels?: Array<{ sys: string; b: WireLevel | false; a: WireLevel | false; sb?: WireSystem }>;
+  levels?: Array<
+    { sys: string; b: WireLevel | false; a: WireLevel | false; sb?: WireSystem } & WireAwardConfig
+  >;
 };
 
 export interface OutboxEntry {
@@ -305,7 +329,12 @@ function wireOf(raw: string): PlanWire {
   return wire;
 }
 
-/** The record of an outbox entry's fields (r: the record, w: the wire objects at commit), or null. */
+/**
+ * The record of an outbox entry's fields (r: the record, x: the writer's extras, w: the wire objects
+ * at commit), or null. Both parts are validated with their schemas; the record is then completed in
+ * place (no copy of the parsed object, no delete: the history writer reads every field of every
+ * record, so the object keeps one shape).
+ */
 export function parseRecord(fields: string[]): OutboxRecord | null {
   let raw: string | undefined;
   let extraRaw: string | undefined;
@@ -316,24 +345,37 @@ export function parseRecord(fields: string[]): OutboxRecord | null {
     else if (fields[i] === 'w') wireRaw = fields[i + 1];
   }
   if (raw === undefined) return null;
-  const { awards, levels, points, ...rest } = recordSchema.parse(JSON.parse(raw));
-  const out: OutboxRecord = { ...rest, awards: awards ?? [] };
-  if (extraRaw !== undefined) {
-    const { profile, ...extra } = extraSchema.parse(JSON.parse(extraRaw));
-    Object.assign(out, extra);
-    // Only a changed profile is news for the users table.
-    if (profile) out.profile = profile;
-    else delete out.profile;
-  }
-  if (levels) out.levels = levels;
+  const parsed = recordSchema.parse(JSON.parse(raw));
+  const points = parsed.points;
+  let awards: OutboxRecord['awards'] = parsed.awards ?? [];
+  let levels: OutboxRecord['levels'] = parsed.levels;
   if (points) {
     const wire = wireRaw ? wireOf(wireRaw) : {};
     const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
-    out.awards = points.filter((p) => p.awards.length > 0).map((p) => ({ sys: p.sys, awards: p.awards }));
-    out.levels = points.map((p) => {
-      const sb = wire[p.sys]?.sb;
-      return { sys: p.sys, b: level(p.sys, p.lb), a: level(p.sys, p.la), ...(sb ? { sb } : {}) };
-    });
+    awards = [];
+    levels = [];
+    for (const p of points) {
+      if (p.awards.length > 0) awards.push({ sys: p.sys, awards: p.awards });
+      const w = wire[p.sys];
+      levels.push({
+        sys: p.sys,
+        b: level(p.sys, p.lb),
+        a: level(p.sys, p.la),
+        ...(w?.sb ? { sb: w.sb } : {}),
+        ...(w?.t ? { t: w.t } : {}),
+        ...(w?.bo ? { bo: w.bo } : {}),
+      });
+    }
+  }
+  const out: OutboxRecord = Object.assign(parsed, { awards, levels, points: undefined });
+  if (extraRaw !== undefined) {
+    const extra = extraSchema.parse(JSON.parse(extraRaw));
+    out.ts = extra.ts;
+    out.epoch = extra.epoch;
+    if (extra.sh) out.sh = extra.sh;
+    if (extra.cw) out.cw = extra.cw;
+    // Only a changed profile is news for the users table.
+    out.profile = extra.profile;
   }
   return out;
 }

@@ -1,10 +1,14 @@
 import { asc, gt } from 'drizzle-orm';
 import type { AchievementRow } from '../catalog/snapshot';
 import { users } from '../db/schema';
+import { splitUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { toMicros } from '../engine/decimal';
 import { localDate, periodIndex } from '../engine/periods';
 import { runUserOp } from './user-op';
+import { profileAttributes } from './user-reads';
+import { matchesFilters } from '../engine/filters';
+import { planFor } from '../engine/plan';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 
 // Backdating (semantics §3.4): when an achievement becomes active or an active achievement's
@@ -105,6 +109,8 @@ interface UserFacts {
   streakEpoch: number;
   lastMet: number | null;
   done: Set<string>;
+  /** The user's attribute values (the achievement's user filter). */
+  attrs: Record<string, string>;
 }
 
 /** The stored facts a requirement check needs, for a batch of users (one pipeline); per-user errors. */
@@ -112,29 +118,24 @@ async function loadFacts(deps: Deps, a: AchievementRow, ids: string[]): Promise<
   const pipe = crossSlotPipeline(deps.redis);
   for (const id of ids) {
     const k = deps.keys.user(id);
-    pipe.hmget(k.profile, 'created', 'tz');
-    pipe.hget(k.metrics, a.metricId ?? '-');
-    pipe.hget(k.counters, `af:${a.id}`);
-    pipe.hmget(k.streak, 'length', 'epoch', 'lastMet');
-    pipe.hkeys(k.achievements);
+    pipe.hgetall(k.hash);
   }
   const res = (await pipe.exec()) ?? [];
   return ids.map((_, i) => {
-    const replies = res.slice(i * 5, i * 5 + 5);
-    const failed = replies.find(([err]) => err);
-    if (failed) return failed[0] as Error;
-    const at = (j: number) => replies[j]?.[1] ?? null;
-    const [created, tz] = at(0) as Array<string | null>;
-    const streak = at(3) as Array<string | null>;
+    const [err, raw] = res[i] ?? [new Error('no reply'), null];
+    if (err) return err;
+    const u = splitUserHash((raw ?? {}) as Record<string, string>);
+    const streak = u.streak;
     return {
-      exists: Boolean(created),
-      tz: tz || 'UTC',
-      metricMicros: Number(at(1) ?? 0),
-      filteredMicros: Number(at(2) ?? 0),
-      streakLength: Number(streak[0] ?? 0),
-      streakEpoch: streak[1] === null || streak[1] === undefined ? -1 : Number(streak[1]),
-      lastMet: streak[2] === null || streak[2] === undefined ? null : Number(streak[2]),
-      done: new Set(at(4) as string[]),
+      exists: Boolean(u.profile.created),
+      tz: u.profile.tz || 'UTC',
+      metricMicros: Number(u.metrics[a.metricId ?? '-'] ?? 0),
+      filteredMicros: Number(u.counters[`af:${a.id}`] ?? 0),
+      streakLength: Number(streak.length ?? 0),
+      streakEpoch: streak.epoch === undefined ? -1 : Number(streak.epoch),
+      lastMet: streak.lastMet === undefined ? null : Number(streak.lastMet),
+      done: new Set(Object.keys(u.achievements)),
+      attrs: profileAttributes(u.profile),
     };
   });
 }
@@ -167,6 +168,8 @@ function satisfies(deps: Deps, a: AchievementRow, f: UserFacts): boolean | 'mayb
 
 /** Completes one user when they qualify; the script re-checks eligibility and "not yet completed". */
 async function backdateUser(deps: Deps, a: AchievementRow, userId: string, f: UserFacts): Promise<boolean> {
+  // A user outside the achievement's user filter is not touched (the script would refuse it too).
+  if (!matchesFilters(planFor(deps.catalog.snapshot, 'backdate', a.id).plan.api?.uf, f.attrs)) return false;
   let ok = satisfies(deps, a, f);
   if (ok === 'maybe') {
     // Resolve ended periods first (an op with no other effect: zero freezes), then read the length.

@@ -48,12 +48,18 @@ export function batchEventId(batchId: string, index: number): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Durably accepts a validated batch: one MULTI in the batch slot. Redis unavailable → 503, nothing accepted. */
+/**
+ * Durably accepts a validated batch: one MULTI in the batch slot. Redis unavailable → 503, nothing
+ * accepted. The connection lost while the MULTI was in flight leaves its outcome unknown to us: the
+ * write is atomic, so once Redis answers again the batch's record tells (accepted: go on as usual;
+ * absent: nothing was accepted, 503).
+ */
 export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<AcceptedBatch> {
   if (deps.redis.status !== 'ready') throw unavailable();
   const id = randomUUID();
   const k = deps.keys.batches;
   const now = deps.clock.now();
+  const leaseEnd = Date.now() + deps.config.BATCH_LEASE_MS;
   try {
     const res = await deps.redis
       .multi()
@@ -64,14 +70,45 @@ export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<Accep
         owner: '1',
         at: String(now),
       })
-      .zadd(k.pending, String(Date.now() + deps.config.BATCH_LEASE_MS), id)
+      .zadd(k.pending, String(leaseEnd), id)
       .exec();
     if (!res || res.some(([err]) => err)) throw unavailable();
   } catch (err) {
-    if (isInfrastructureError(err)) throw unavailable();
-    throw err;
+    if (!isInfrastructureError(err)) throw err;
+    if (NOT_SENT.test((err as Error).message) || !(await wasAccepted(deps, id, leaseEnd)))
+      throw unavailable();
   }
   return { id, owner: '1', done: 0, items };
+}
+
+/** ioredis's refusal to write a command on a connection that is not writable (nothing was sent). */
+const NOT_SENT = /Stream isn't writeable/;
+
+/**
+ * Whether batch `id`, whose accepting MULTI was lost in flight, was accepted: waits up to 5 s for
+ * Redis, then reads the batch's record. The answer is certain until its lease ends (`leaseEnd`): until
+ * then no other process can have taken the batch over, finished it and removed its record. Past it,
+ * or Redis still away, the outcome stays unknown: throws (503).
+ */
+async function wasAccepted(deps: Deps, id: string, leaseEnd: number): Promise<boolean> {
+  const deadline = Math.min(leaseEnd, Date.now() + 5000);
+  for (;;) {
+    if (Date.now() > deadline) throw unavailable();
+    let found: boolean | undefined;
+    if (deps.redis.status === 'ready') {
+      try {
+        found = (await deps.redis.exists(deps.keys.batches.batch(id))) === 1;
+      } catch (err) {
+        if (!isInfrastructureError(err)) throw err;
+      }
+    }
+    if (found) return true;
+    if (found === false) {
+      if (Date.now() < leaseEnd) return false;
+      throw unavailable();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 export type BatchOutcome = 'done' | 'interrupted' | 'lost';

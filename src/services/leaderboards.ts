@@ -424,7 +424,7 @@ export async function userNames(deps: Deps, ids: string[]): Promise<Array<string
   if (missing.length === 0) return out;
   // One socket write on a single Redis; one command per user on Cluster (profiles in different slots).
   const pipe = crossSlotPipeline(deps.redis);
-  for (const i of missing) pipe.hget(deps.keys.user(ids[i]!).profile, 'name');
+  for (const i of missing) pipe.hget(deps.keys.user(ids[i]!).hash, 'name');
   const fetched = await execValues(pipe);
   missing.forEach((i, k) => {
     out[i] = (fetched[k] as string | null | undefined) ?? null;

@@ -1,6 +1,7 @@
 // Points reads (application-api §6.8, semantics §5.10, §7.2, §7.3) over the per-user award lists and
 // the global per-system totals index (every user is added with 0 at creation).
 import type { PointsSystemConfig } from '../catalog/snapshot';
+import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { matchesFilters } from '../engine/filters';
 import { histogramRanges } from '../engine/stats';
@@ -23,7 +24,7 @@ export const RECENT_AWARDS = 20;
 export async function userPoints(deps: Deps, userId: string, systemId: string, count: number) {
   const k = deps.keys.user(userId);
   const pipe = crossSlotPipeline(deps.redis);
-  pipe.hget(k.points, systemId);
+  pipe.hget(k.hash, userField('points', systemId));
   pipe.lrange(k.awards(systemId), 0, count - 1);
   const res = await execValues(pipe);
   const total = Number(res[0] ?? 0);
@@ -98,7 +99,7 @@ export async function pointsHistogram(
   const values = await perUserPipelines<Array<string | null>>(
     deps,
     ids,
-    (pipe, id) => pipe.hmget(deps.keys.user(id).profile, ...fields),
+    (pipe, id) => pipe.hmget(deps.keys.user(id).hash, ...fields),
     1,
   );
   const selected = totals.filter((_, i) =>

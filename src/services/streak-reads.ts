@@ -3,6 +3,7 @@
 import { and, asc, eq, gte, isNull } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
 import { streakPauses } from '../db/schema';
+import { splitUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { localDate, periodIndex } from '../engine/periods';
 import { type StreakView, type StreakViewSettings, viewStreak } from '../engine/streak-view';
@@ -62,17 +63,16 @@ export async function bulkStreaks(deps: Deps, userIds: string[], now: number) {
     deps,
     userIds,
     (pipe, id) => {
-      const k = deps.keys.user(id);
-      pipe.hmget(k.profile, 'created', 'tz');
-      pipe.hgetall(k.streak);
+      pipe.hgetall(deps.keys.user(id).hash);
     },
-    2,
+    1,
   );
   const out: Array<{ userId: string; streakLength: number; extendedAt: number | null }> = [];
   userIds.forEach((userId, i) => {
-    const [fields, raw] = replies[i] as [Array<string | null>, Record<string, string>];
-    if (!fields[0]) return;
-    const profile: Profile = fields[1] ? { tz: fields[1] } : {};
+    const u = splitUserHash((replies[i]?.[0] ?? {}) as Record<string, string>);
+    if (!u.profile.created) return;
+    const raw = u.streak;
+    const profile: Profile = u.profile.tz ? { tz: u.profile.tz } : {};
     const { view } = readStreak(snap, profile, raw, now);
     out.push({
       userId,
@@ -122,7 +122,7 @@ export async function streakRankings(deps: Deps, type: StreakRankingType, limit:
   const names = await perUserPipelines<string | null>(
     deps,
     top.map((u) => u.userId),
-    (pipe, id) => pipe.hget(deps.keys.user(id).profile, 'name'),
+    (pipe, id) => pipe.hget(deps.keys.user(id).hash, 'name'),
     1,
   );
   return top.map((u, i) => ({ userId: u.userId, name: names[i]?.[0] ?? null, streakLength: u.length }));

@@ -4,10 +4,14 @@ import type { Snapshot } from '../catalog/snapshot';
 import { events, userStates } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
+import { splitUserHash } from '../redis/user-hash';
 import { toMicros } from '../engine/decimal';
 import { leaderboardStatus } from '../engine/leaderboard-status';
-import { type Frequency, localDate, periodIndex } from '../engine/periods';
+import { type Frequency, isValidTimeZone, localDate, periodIndex } from '../engine/periods';
 import { runContaining } from '../engine/runs';
+import { streakExpiry } from '../engine/streak-expiry';
+import type { StreakState } from '../engine/user-op-result';
+import { applyBoardUpdates } from './leaderboards';
 
 // Streak settings changes (semantics §4.10): enabling, disabling and a new frequency start a new
 // settings epoch. The cross-user streak indexes (active rankings, streak leaderboards) then hold
@@ -126,17 +130,86 @@ async function allUsers(deps: Deps): Promise<string[]> {
  * time. A user whose latest ops are not in the history yet is left for a later pass: they are put in
  * the scheduler's recompute set (retried by every scheduler pass until done). Returns how many wait.
  */
-export async function recomputeStreaks(deps: Deps, ids?: string[]): Promise<number> {
+export async function recomputeStreaks(
+  deps: Deps,
+  ids?: string[],
+  onChunk?: () => Promise<unknown>,
+): Promise<number> {
   const users = ids ?? (await allUsers(deps));
   const epoch = deps.catalog.snapshot.streak.epoch;
   const waiting: string[] = [];
-  for (let i = 0; i < users.length; i += 500)
+  for (let i = 0; i < users.length; i += 500) {
     waiting.push(...(await recomputeSome(deps, users.slice(i, i + 500))));
+    await onChunk?.();
+  }
   const key = deps.keys.sched.streakRecompute;
   const done = users.filter((u) => !waiting.includes(u)).map((u) => `${epoch}|${u}`);
   if (done.length && ids) await deps.redis.srem(key, ...done);
   if (waiting.length) await deps.redis.sadd(key, ...waiting.map((u) => `${epoch}|${u}`));
   return waiting.length;
+}
+
+// A new epoch's work (emptying the indexes, recomputing every streak) must survive a crash between
+// the settings commit and its end: a marker "sr|<epoch>" in the scheduler's done hash, written just
+// before the commit (src/admin/streak-settings.ts) and removed when the work is done, holds the
+// heartbeat (clock ms) of the process doing it. A scheduler pass that finds the current epoch's marker
+// without a heartbeat for STREAK_EPOCH_LEASE_MS does the work again (src/workers/scheduler).
+
+/** A marker without a heartbeat for this long belongs to a process that died: another takes over. */
+export const STREAK_EPOCH_LEASE_MS = 60_000;
+
+const epochMarker = (epoch: number) => `sr|${epoch}`;
+
+/** Records that `epoch`'s work is pending, by this process (call before committing the epoch). */
+export async function markStreakEpoch(deps: Deps, epoch: number): Promise<void> {
+  const done = deps.keys.sched.done;
+  await deps.redis
+    .multi()
+    .hset(done, epochMarker(epoch), String(deps.clock.now()))
+    .hdel(done, epochMarker(epoch - 1))
+    .exec();
+}
+
+/** Forgets `epoch`'s marker (its settings were not committed). Best effort. */
+export async function unmarkStreakEpoch(deps: Deps, epoch: number): Promise<void> {
+  await deps.redis.hdel(deps.keys.sched.done, epochMarker(epoch)).catch(() => {});
+}
+
+/**
+ * A new epoch's work: empties the previous epoch's indexes, then (`recompute`) recomputes every
+ * user's streak under the current settings, beating the marker's heartbeat; removes the marker at the
+ * end. On a failure it gives the marker up (heartbeat 0), so that the next scheduler pass retries.
+ */
+export async function settleStreakEpoch(deps: Deps, epoch: number, recompute: boolean): Promise<void> {
+  const done = deps.keys.sched.done;
+  const marker = epochMarker(epoch);
+  const beat = () => deps.redis.hset(done, marker, String(deps.clock.now()));
+  try {
+    await resetStreakIndexes(deps);
+    if (recompute) await recomputeStreaks(deps, undefined, beat);
+  } catch (err) {
+    await deps.redis.hset(done, marker, '0').catch(() => {});
+    throw err;
+  }
+  await deps.redis.hdel(done, marker);
+}
+
+/**
+ * Scheduler pass: finishes the current epoch's work when the process that committed it died before
+ * its end (its marker has no fresh heartbeat). Not knowing which change it was, it recomputes every
+ * streak whenever streaks are on: right after any of them. True when it did the work.
+ */
+export async function resumeStreakEpoch(deps: Deps): Promise<boolean> {
+  const snap = deps.catalog.snapshot;
+  const epoch = snap.streak.epoch;
+  const marker = epochMarker(epoch);
+  const beat = await deps.redis.hget(deps.keys.sched.done, marker);
+  const now = deps.clock.now();
+  if (beat === null || now - Number(beat) < STREAK_EPOCH_LEASE_MS) return false;
+  await deps.redis.hset(deps.keys.sched.done, marker, String(now));
+  deps.logger.warn({ epoch }, 'resuming the streak reset and recompute of a settings change');
+  await settleStreakEpoch(deps, epoch, snap.streak.enabled && snap.streak.conditions.length > 0);
+  return true;
 }
 
 /** Scheduler pass: retries users whose recompute waited for the history writer (current epoch only). */
@@ -189,7 +262,7 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
     });
   }
   const tzs = await execValues(
-    ids.reduce((p, id) => p.hget(deps.keys.user(id).profile, 'tz'), crossSlotPipeline(deps.redis)),
+    ids.reduce((p, id) => p.hget(deps.keys.user(id).hash, 'tz'), crossSlotPipeline(deps.redis)),
   );
   const now = deps.clock.now();
   const retry: string[] = [];
@@ -211,9 +284,8 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
       );
       const k = deps.keys.user(id);
       const ok = await deps.redis.recomputeStreak(
-        3,
-        k.profile,
-        k.streak,
+        2,
+        k.hash,
         k.outbox,
         String(seq),
         JSON.stringify(recomputeInput(snap, r, { id, tz, date, now })),
@@ -222,6 +294,100 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
     }),
   );
   return retry;
+}
+
+/** Attribute keys of every leaderboard's breakdowns (the record's battrs). */
+function breakdownKeysOf(snap: Snapshot): string[] {
+  return [
+    ...new Set(
+      snap.leaderboards.flatMap((b) =>
+        b.breakdownAttributes.map((a) => snap.attributesById.get(a)?.key).filter((k): k is string => !!k),
+      ),
+    ),
+  ];
+}
+
+/**
+ * After a user's pauses changed (src/admin/streak-pauses.ts): the expiry their streak leaderboard
+ * entries and their active streak ranking entry carry was computed at their last op, without the new
+ * pauses, so a streak kept alive only by a pause would drop off as lapsed (semantics §4.9, §6.4).
+ * Rewrites both with the expiry under the current pauses: the user's streak boards of the current run
+ * they are on now, and, through an outbox record (op "recompute", streak unchanged, written by
+ * lua/recomputeStreak.lua), the rankings (the history writer) and the history rebuild replays. Nothing
+ * is done for a streak that has already lapsed. True when something was rewritten.
+ */
+export async function refreshStreakExpiry(deps: Deps, userId: string): Promise<boolean> {
+  const snap = deps.catalog.snapshot;
+  const s = snap.streak;
+  if (!s.enabled || s.conditions.length === 0) return false;
+  const k = deps.keys.user(userId);
+  const battrKeys = breakdownKeysOf(snap);
+  // An op in between changes the profile's seq: the script then writes nothing, and we read again.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const { profile, streak: raw } = splitUserHash(await deps.redis.hgetall(k.hash));
+    const seq = profile.seq;
+    if (seq === undefined || Number(raw.epoch) !== s.epoch) return false;
+    const tzRaw = profile.tz;
+    const tz = tzRaw && isValidTimeZone(tzRaw) ? tzRaw : 'UTC';
+    const streak: StreakState = {
+      length: Number(raw.length ?? 0),
+      freezes: Number(raw.freezes ?? 0),
+      ...(raw.lastMet !== undefined && raw.lastMet !== '' ? { lastMet: Number(raw.lastMet) } : {}),
+      pauses: raw.pauses ? (JSON.parse(raw.pauses) as Array<[number, number]>) : [],
+    };
+    const now = deps.clock.now();
+    if (streak.length <= 0 || streakExpiry(snap, { tz, streak }) <= now) return false;
+    const date = localDate(now, tz);
+    const boards = await currentStreakBoards(deps, userId, date, now, streak.length);
+    // When the length was reached: the rankings' tie order (their meta is "<reachedAt>|<expires>").
+    const reachedAt = Number(raw.lengthAt ?? 0) || now;
+    const input = {
+      epoch: s.epoch,
+      fields: [],
+      length: streak.length,
+      lastMet: streak.lastMet,
+      started: raw.started || undefined,
+      longest: 0,
+      periods: [],
+      pauses: streak.pauses,
+      breakdownKeys: battrKeys,
+      record: { id: randomUUID(), user: userId, now: reachedAt, tz, date, freq: s.frequency, boards },
+    };
+    const ok = await deps.redis.recomputeStreak(2, k.hash, k.outbox, seq, JSON.stringify(input));
+    if (ok !== 1) continue;
+    const breakdown: Record<string, string> = {};
+    for (const key of battrKeys) {
+      const v = profile[`a:${key}`];
+      if (v !== undefined) breakdown[key] = v;
+    }
+    if (boards.length) {
+      await applyBoardUpdates(deps, {
+        boards,
+        localDate: date,
+        breakdown,
+        seq: Number(seq) + 1,
+        now,
+        tz,
+        userId,
+        streak,
+      });
+    }
+    return true;
+  }
+  return false;
+}
+
+/** The active streak boards whose current run (on the user's `date`) has the user, with `length`. */
+async function currentStreakBoards(deps: Deps, userId: string, date: string, now: number, length: number) {
+  const out: Array<{ id: string; run: string; value: string }> = [];
+  for (const b of deps.catalog.snapshot.leaderboards) {
+    if (b.rankBy !== 'streak' || leaderboardStatus(b, now) !== 'active') continue;
+    const run = runContaining(b, date);
+    if (!run) continue;
+    if (await deps.redis.hexists(deps.keys.board(b.id).members(run.start), userId))
+      out.push({ id: b.id, run: run.start, value: String(length) });
+  }
+  return out;
 }
 
 function recomputeInput(
@@ -258,13 +424,7 @@ function recomputeInput(
     .map((b) => ({ board: b, run: runContaining(b, u.date) }))
     .filter((x) => x.run !== null)
     .map((x) => ({ id: x.board.id, run: x.run!.start, value: String(r.length) }));
-  const breakdownKeys = [
-    ...new Set(
-      snap.leaderboards.flatMap((b) =>
-        b.breakdownAttributes.map((a) => snap.attributesById.get(a)?.key).filter((k): k is string => !!k),
-      ),
-    ),
-  ];
+  const breakdownKeys = breakdownKeysOf(snap);
   return {
     epoch: s.epoch,
     fields,

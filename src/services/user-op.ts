@@ -4,6 +4,7 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
+import { decodeCompletion, userField } from '../redis/user-hash';
 import { type LuaMove, oneReply, parseReply, replyList, type UserScriptInput } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from '../engine/boost-status';
@@ -12,7 +13,7 @@ import { leaderboardStatus } from '../engine/leaderboard-status';
 import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
 import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
-import { planFor, type Plan } from '../engine/plan';
+import { opWire, planFor, type Plan } from '../engine/plan';
 import { runContaining, runFinalizationMs } from '../engine/runs';
 
 import type { UserInput, UserOp, UserOpResult } from '../engine/user-op-result';
@@ -123,14 +124,13 @@ function luaUser(u: UserInput) {
  * On a single Redis every key is reachable from one script, so the user script also applies the
  * moves on boards without breakdowns (their group is known before the op) that are not streak boards
  * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
- * per board. Returns the script's keys with input.fuse / input.appliedKi. Cluster: no change.
+ * per board. Returns the script's keys with input.fuse. Cluster: no change.
  */
 function fuseBoards(
   deps: Deps,
   boards: Array<{ id: string; run: string }>,
-  userId: string,
   userKeys: string[],
-): { keys: string[]; fuse?: UserScriptInput['fuse']; appliedKi?: number } {
+): { keys: string[]; fuse?: UserScriptInput['fuse'] } {
   if (boards.length === 0 || isCluster(deps.redis)) return { keys: userKeys };
   const snap = deps.catalog.snapshot;
   const keys = [...userKeys];
@@ -144,8 +144,7 @@ function fuseBoards(
     fuse.push({ b: i + 1, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
   }
   if (fuse.length === 0) return { keys: userKeys };
-  keys.push(deps.keys.user(userId).applied);
-  return { keys, fuse, appliedKi: keys.length };
+  return { keys, fuse };
 }
 
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
@@ -170,8 +169,6 @@ interface PreparedOp {
   eventId: string;
   now: number;
   allKeys: string[];
-  usersKi: number;
-  streakHistoryKi: number;
   idem: UserScriptInput['idem'];
   ids: string[];
   /** The zone the next attempt assumes, and the stored zone before this request. */
@@ -197,23 +194,16 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     op.kind === 'event' && op.idempotencyKey
       ? idempotencyKeys(keys, deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS, now)
       : undefined;
+  // lua/applyUserOp.lua's KEYS, in its order.
   const allKeys = [
-    keys.profile,
-    keys.metrics,
-    keys.counters,
-    keys.achievements,
-    keys.points,
-    keys.streak,
+    keys.hash,
     idemKeys?.current ?? keys.idempotency,
-    keys.boards,
     keys.outbox,
     keys.op(eventId),
-    ...systemKeys,
     keys.users,
     keys.streakHistory,
+    ...systemKeys,
   ];
-  const usersKi = allKeys.length - 1;
-  const streakHistoryKi = allKeys.length;
   if (idemKeys?.previous && idemKeys.old) allKeys.push(idemKeys.previous, idemKeys.old);
   const idem =
     op.kind === 'event' && op.idempotencyKey && idemKeys
@@ -238,8 +228,6 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     eventId,
     now,
     allKeys,
-    usersKi,
-    streakHistoryKi,
     idem,
     ids,
     tz,
@@ -249,9 +237,10 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
 
 /** One attempt's script call: its keys and input for the zone the op assumes now. */
 function attemptOf(deps: Deps, p: PreparedOp) {
-  const { op, snap, plan, now, allKeys, usersKi, streakHistoryKi, idem, ids, eventId, tz, prevTz } = p;
+  const { op, snap, plan, now, allKeys, idem, ids, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
   const periodIdx = periodIndex(plan.streak.freq, date);
+  const boosts = boostsFor(snap, plan, op.user.id, date);
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
   let skip: [number, number] | undefined;
   if (op.user.tz !== undefined && op.user.tz !== prevTz) {
@@ -262,7 +251,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
   const boards = boardsFor(snap, plan, op, now, date);
   // On a single Redis the user script also moves the user on boards without breakdowns.
   // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
-  const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, op.user.id, allKeys);
+  const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, allKeys);
   const input: UserScriptInput = {
     op: op.kind,
     now,
@@ -280,8 +269,6 @@ function attemptOf(deps: Deps, p: PreparedOp) {
         ? op.eventAttributes
         : undefined,
     idem,
-    uki: usersKi,
-    shki: streakHistoryKi,
     mustExist:
       op.kind === 'upsert' ? op.mustExist : op.kind === 'event' || op.kind === 'complete' ? undefined : true,
     grant: op.kind === 'grant' ? op.triggerIds : undefined,
@@ -290,22 +277,18 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     slot: op.kind === 'freeze' ? op.slot : undefined,
     fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
     markMs: op.kind === 'event' ? op.markMs : undefined,
-    boosts: boostsFor(snap, plan, op.user.id, date),
+    boosts,
     boards,
     noHistory: deps.history === false ? true : undefined,
     fuse: fused.fuse,
-    appliedKi: fused.appliedKi,
   };
-  return { keys: fused.keys, input: JSON.stringify(input), date, periodIdx };
+  return { keys: fused.keys, input: JSON.stringify(input), date, periodIdx, boosts };
 }
 
+type Attempt = ReturnType<typeof attemptOf>;
+
 /** The result of a script reply, or the zone to retry with. */
-async function finishOp(
-  deps: Deps,
-  p: PreparedOp,
-  a: ReturnType<typeof attemptOf>,
-  raw: string,
-): Promise<UserOpResult | 'retry'> {
+async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Promise<UserOpResult | 'retry'> {
   const { op, snap, keys, now } = p;
   const { date, periodIdx } = a;
   const tz = p.tz;
@@ -359,7 +342,7 @@ async function finishOp(
     profile: r.profile ?? {},
     userId: op.user.id,
   };
-  if (r.already) result.already = JSON.parse(r.already);
+  if (r.already) result.already = decodeCompletion(r.already) ?? undefined;
   if (typeof r.granted === 'number') result.granted = r.granted;
   if (r.restore) result.restore = r.restore;
   // Board moves the user script made; the rest are applied here, one script per board.
@@ -376,10 +359,29 @@ async function finishOp(
     : moves;
   if (moves.length) {
     // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
-    const applied = Object.fromEntries(moves.map((m) => [m.board.id, String(result.seq)]));
-    deps.redis.hset(keys.applied, applied).catch(() => {});
+    const applied = Object.fromEntries(
+      moves.map((m) => [userField('applied', m.board.id), String(result.seq)]),
+    );
+    deps.redis.hset(keys.hash, applied).catch(() => {});
   }
   return result;
+}
+
+/** An op's wire objects (ARGV[3]): the plan's, with the boosts its attempt may apply. */
+const wireOf = (p: PreparedOp, a: Attempt) => opWire(p.snap, p.compiled, a.boosts);
+
+/** The wire objects of one "__multi" call (one plan): with the boosts any of its ops may apply. */
+function multiWire(ops: Array<[PreparedOp, Attempt]>): string {
+  const [first] = ops[0]!;
+  const union: Record<string, Array<{ id: string }>> = {};
+  for (const [, a] of ops) {
+    for (const [sys, list] of Object.entries(a.boosts)) {
+      const into = union[sys] ?? [];
+      union[sys] = into;
+      for (const b of list) if (!into.some((x) => x.id === b.id)) into.push(b);
+    }
+  }
+  return opWire(first.snap, first.compiled, union);
 }
 
 /**
@@ -391,9 +393,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
     const raw = await callScript(deps, () =>
-      deps.redis
-        .applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, p.compiled.wire)
-        .then(oneReply),
+      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wireOf(p, a)).then(oneReply),
     );
     const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
@@ -421,10 +421,9 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserO
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const keys = attempts.flatMap((a) => a.keys);
       const list = JSON.stringify(attempts.map((a) => ({ n: a.keys.length, input: a.input })));
+      const wire = multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!]));
       const replies = await callScript(deps, () =>
-        deps.redis
-          .applyUserOp(keys.length, ...keys, '__multi', compiled.json, list, compiled.wire)
-          .then(replyList),
+        deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, list, wire).then(replyList),
       );
       await Promise.all(
         indexes.map(async (i, j) => {

@@ -1,41 +1,32 @@
 // Reads of one user's stored state (all keys in the user's shard slot, so one pipeline each).
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
+import { decodeCompletion, splitUserHash, type UserHashParts } from '../redis/user-hash';
 import { isValidTimeZone } from '../engine/periods';
 
 export type Profile = Record<string, string>;
 
-export interface UserState {
-  profile: Profile;
-  /** metricId -> total in millionths. */
-  metrics: Record<string, string>;
-  /** achievementId -> completion JSON {cid, at}. */
-  achievements: Record<string, string>;
-  /** systemId -> points total. */
-  points: Record<string, string>;
-  /** The raw streak hash. */
-  streak: Record<string, string>;
-}
+/** A user's state: the parts of the user hash (src/redis/user-hash.ts). */
+export type UserState = UserHashParts;
 
 type Part = Exclude<keyof UserState, 'profile'>;
 
-/** The profile and the requested hashes of a user in one round trip; null when the user does not exist. */
+/**
+ * The user's state in one round trip (one HGETALL of the user hash; with 'streak' among `parts`, the
+ * streak period history too, as the streak's `hist`, streak-view.ts); null when the user does not
+ * exist. Every part is read whatever `parts` says: they are fields of one hash.
+ */
 export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): Promise<UserState | null> {
   const keys = deps.keys.user(userId);
+  const withHistory = parts.includes('streak');
   const pipe = deps.redis.pipeline();
-  pipe.hgetall(keys.profile);
-  for (const part of parts) pipe.hgetall(keys[part]);
-  if (parts.includes('streak')) pipe.get(keys.streakHistory);
+  pipe.hgetall(keys.hash);
+  if (withHistory) pipe.get(keys.streakHistory);
   const res = await execValues(pipe);
-  const profile = (res[0] ?? {}) as Profile;
-  if (!profile.created) return null;
-  const state: UserState = { profile, metrics: {}, achievements: {}, points: {}, streak: {} };
-  parts.forEach((part, i) => {
-    state[part] = (res[i + 1] ?? {}) as Record<string, string>;
-  });
-  // The period history is a key of its own; reads see it as the streak's `hist` (streak-view.ts).
-  const hist = res[parts.length + 1] as string | null | undefined;
-  if (parts.includes('streak') && hist) state.streak.hist = hist;
+  const state = splitUserHash((res[0] ?? {}) as Record<string, string>);
+  if (!state.profile.created) return null;
+  const hist = res[1] as string | null | undefined;
+  if (withHistory && hist) state.streak.hist = hist;
   return state;
 }
 
@@ -50,10 +41,7 @@ export function profileAttributes(p: Profile): Record<string, string> {
 export const profileTz = (p: Profile): string => (p.tz && isValidTimeZone(p.tz) ? p.tz : 'UTC');
 
 /** Completion {cid, at} of a stored achievement field. */
-export function completionOf(raw: string | undefined): { cid: string; at: number } | null {
-  if (!raw) return null;
-  return JSON.parse(raw) as { cid: string; at: number };
-}
+export const completionOf = decodeCompletion;
 
 /** Number of users and completions per achievement, from the global counters. One round trip. */
 export async function achievementStats(

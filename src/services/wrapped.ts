@@ -4,6 +4,7 @@
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import { leaderboardRankChanges } from '../db/schema';
 import type { AchievementRow, LeaderboardRow } from '../catalog/snapshot';
+import { decodeCompletion, splitUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { fromMicros } from '../engine/decimal';
 import { boardValue } from './leaderboards';
@@ -327,7 +328,7 @@ export async function wrapped(deps: Deps, userId: string, tz: string, year: numb
       from points_awards
       where user_id = ${userId} and local_date < ${lo}
       group by system_id`,
-    deps.redis.hgetall(deps.keys.user(userId).achievements),
+    deps.redis.hgetall(deps.keys.user(userId).hash).then((h) => splitUserHash(h).achievements),
     boardHistories(deps, userId, lo, hi),
     longestStreak(deps, userId, ys, ye),
   ]);
@@ -401,7 +402,7 @@ export async function wrapped(deps: Deps, userId: string, tz: string, year: numb
   for (const [id, raw] of Object.entries(achRaw)) {
     const row = snap.achievementsById.get(id);
     if (!row) continue;
-    completions.push({ row, at: (JSON.parse(raw) as { at: number }).at });
+    completions.push({ row, at: decodeCompletion(raw)!.at });
   }
   completions.sort((x, y) => x.at - y.at);
 

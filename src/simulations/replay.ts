@@ -12,6 +12,7 @@
 import type { Catalog } from '../catalog/cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Clock } from '../clock';
+import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { dayIndex } from '../engine/periods';
@@ -212,7 +213,11 @@ export async function replayHistory(
     const tz = first.tz ?? u.tz ?? undefined;
     const attributes = Object.keys(u.attributes).length ? u.attributes : undefined;
     if (u.pauses.length) {
-      await base.redis.hset(base.keys.user(u.id).streak, 'pauses', JSON.stringify(u.pauses));
+      await base.redis.hset(
+        base.keys.user(u.id).hash,
+        userField('streak', 'pauses'),
+        JSON.stringify(u.pauses),
+      );
     }
     if (u.created < first.at || attributes || first.only) {
       const r = await run(at, { kind: 'upsert', user: { id: u.id, tz, attributes } });

@@ -4,6 +4,7 @@
  * and named by key, so that the current and the draft configuration compare item by item.
  */
 import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
+import { splitUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { boardValue } from '../services/leaderboards';
 import { levelOf } from '../engine/levels';
@@ -44,21 +45,14 @@ export async function readSummaries(
     const ids = userIds.slice(i, i + batch);
     const pipe = crossSlotPipeline(deps.redis);
     for (const id of ids) {
-      const k = keys.user(id);
-      pipe.hmget(k.profile, 'created', 'tz');
-      pipe.hgetall(k.points);
-      pipe.hgetall(k.achievements);
-      pipe.hgetall(k.streak);
-      pipe.hgetall(k.boards);
+      pipe.hgetall(keys.user(id).hash);
     }
     const res = await execValues(pipe);
     ids.forEach((id, j) => {
-      const [created, tz] = res[5 * j] as Array<string | null>;
+      const u = splitUserHash((res[j] ?? {}) as Record<string, string>);
+      const { created, tz } = u.profile;
       if (!created) return;
-      const points = res[5 * j + 1] as Record<string, string>;
-      const achs = res[5 * j + 2] as Record<string, string>;
-      const streak = res[5 * j + 3] as Record<string, string>;
-      const boards = res[5 * j + 4] as Record<string, string>;
+      const { points, achievements: achs, streak, boards } = u;
       const s: UserSummary = { points: {}, levels: {}, achievements: [], streak: 0, boards: {} };
       for (const sys of snap.systems) {
         const total = Number(points[sys.id] ?? 0);

@@ -1,5 +1,4 @@
 import type { Snapshot } from '../catalog/snapshot';
-import type { StoredFilter } from '../db/schema';
 
 // Response and webhook shapes of the application API (application-api.md §7), built from
 // configuration rows: one module per resource, shared by http, the dashboard and the webhooks.
@@ -27,9 +26,5 @@ export function memo<T>(snap: Snapshot, key: string, build: () => T): T {
   return v;
 }
 
-export function attributeFilters(snap: Snapshot, filters: StoredFilter[]) {
-  return filters.map((f) => ({
-    key: snap.attributesById.get(f.attributeId)?.key ?? '',
-    value: f.attributeValue,
-  }));
-}
+// Built in the engine too: the user script's wire side channel carries trigger objects (plan.ts).
+export { attributeFilters } from '../engine/points-shapes';

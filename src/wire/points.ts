@@ -1,48 +1,20 @@
 import type { BoostRow, PointsSystemConfig, Snapshot, TriggerRow } from '../catalog/snapshot';
 import { boostStatus } from '../engine/boost-status';
+import { type BoostFields, triggerShape } from '../engine/points-shapes';
 import type { LuaAward } from '../services/user-op';
-import { attributeFilters, isoMs, memo } from './common';
+import { isoMs, memo } from './common';
 
-// PointsLevel and the system's base fields are in engine/levels.ts: the user script's plan carries
-// them so that webhooks describe the configuration at commit.
+// PointsLevel and the system's base fields are in engine/levels.ts, a trigger's object and a boost's
+// fields in engine/points-shapes.ts: the user script's wire side channel carries them so that
+// webhooks describe the configuration at commit.
 
 /** PointsTrigger; deleted triggers show as archived. */
 export function triggerResponse(snap: Snapshot, t: TriggerRow) {
-  return memo(snap, `t:${t.id}`, () => buildTrigger(snap, t));
-}
-
-function buildTrigger(snap: Snapshot, t: TriggerRow) {
-  const out: Record<string, unknown> = {
-    id: t.id,
-    type: t.type,
-    points: t.points,
-    status: t.deletedAt ? 'archived' : t.status,
-    created: t.created.toISOString(),
-    updated: t.updated.toISOString(),
-    userAttributes: attributeFilters(snap, t.userAttributes),
-  };
-  if (t.type === 'metric') {
-    out.metricId = t.metricId;
-    out.metricName = (t.metricId && snap.metricsById.get(t.metricId)?.name) ?? '';
-    out.metricThreshold = t.metricThreshold;
-    const ef = attributeFilters(snap, t.eventAttributes);
-    out.eventAttributes = ef;
-    if (ef.length) out.eventAttribute = ef[0];
-  }
-  if (t.type === 'streak') out.streakLengthThreshold = t.streakLength;
-  if (t.type === 'achievement') {
-    out.achievementId = t.achievementId;
-    out.achievementName = (t.achievementId && snap.achievementsById.get(t.achievementId)?.name) ?? '';
-  }
-  if (t.type === 'time') {
-    out.timeUnit = t.timeUnit === 'hours' ? 'hour' : 'day';
-    out.timeInterval = t.timeInterval;
-  }
-  return out;
+  return memo(snap, `t:${t.id}`, () => triggerShape(snap, t));
 }
 
 /** PointsBoost, with the status on `today` (user's local date or UTC date by context). */
-export function boostResponse(b: BoostRow, today: string) {
+export function boostResponse(b: BoostFields, today: string) {
   return {
     id: b.id,
     name: b.name,
@@ -54,19 +26,39 @@ export function boostResponse(b: BoostRow, today: string) {
   };
 }
 
-/** PointsAward from a stored award. */
-export function awardResponse(snap: Snapshot, sys: PointsSystemConfig, a: LuaAward, today: string) {
-  const trigger = snap.triggersById.get(a.trigger);
+/** Trigger objects and boost fields of a system as configured when an op committed (outbox `w`). */
+export interface CommittedAwardConfig {
+  t?: Record<string, Record<string, unknown>> | undefined;
+  bo?: Record<string, BoostFields> | undefined;
+}
+
+/**
+ * PointsAward from a stored award. Its trigger and boosts are described as `committed` holds them
+ * when it has them (webhooks: the configuration at commit), else as configured in `snap`.
+ */
+export function awardResponse(
+  snap: Snapshot,
+  sys: PointsSystemConfig | undefined,
+  a: LuaAward,
+  today: string,
+  committed?: CommittedAwardConfig,
+) {
+  const trigger = committed?.t?.[a.trigger] ?? current(snap, a.trigger);
   const boosts = a.boosts
-    .map((id) => sys.boosts.find((b) => b.id === id))
-    .filter((b): b is BoostRow => b !== undefined)
+    .map((id) => committed?.bo?.[id] ?? sys?.boosts.find((b) => b.id === id))
+    .filter((b): b is BoostRow | BoostFields => b !== undefined)
     .map((b) => boostResponse(b, today));
   return {
     id: a.id,
     awarded: a.awarded,
     date: isoMs(a.date),
     total: a.total,
-    trigger: trigger ? triggerResponse(snap, trigger) : { id: a.trigger, status: 'archived' },
+    trigger,
     boosts,
   };
+}
+
+function current(snap: Snapshot, triggerId: string) {
+  const t = snap.triggersById.get(triggerId);
+  return t ? triggerResponse(snap, t) : { id: triggerId, status: 'archived' };
 }

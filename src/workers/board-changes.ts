@@ -5,7 +5,9 @@
 // due at most once a minute per run and group. Entries are acknowledged and deleted only after both
 // are recorded; rows are keyed by the entry, so entries read twice (a crash before the
 // acknowledgement) are recorded once. Redis keeps no per-user history.
-import { leaderboardRankChanges } from '../db/schema';
+import { bulkInsert } from '../db/bulk';
+import type { leaderboardRankChanges } from '../db/schema';
+import { splitUserHash } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { boardValue, decodeGroup } from '../services/leaderboards';
 import { runContaining } from '../engine/runs';
@@ -57,7 +59,8 @@ export async function drainBoardChanges(deps: Deps, consumer = 'scheduler'): Pro
       if (!entries.length) break;
       const rankChanged = anySubscriber(snap, ['leaderboard.rank_changed']);
       const events: WebhookEvent[] = [];
-      const rows: Array<typeof leaderboardRankChanges.$inferInsert> = [];
+      const rows: Array<Omit<typeof leaderboardRankChanges.$inferInsert, 'created'> & { created: number }> =
+        [];
       const groups = new Set<string>();
       for (const [entryId, fields] of entries) {
         const f: Record<string, string> = {};
@@ -75,14 +78,14 @@ export async function drainBoardChanges(deps: Deps, consumer = 'scheduler'): Pro
           rank: num(f.r),
           previousValue: num(f.pv),
           value: num(f.v),
-          created: new Date(Number(f.t)),
+          created: Number(f.t),
           streamSeq: streamSeq(entryId),
         });
         if (!rankChanged || (f.pr ?? '') === (f.r ?? '')) continue; // no subscriber, or a value change only
         const run = runContaining(b, f.run ?? '');
         if (!run) continue;
         const val = (v: string | undefined) => (v ? boardValue(b, v) : null);
-        const profile = await deps.redis.hgetall(deps.keys.user(user).profile);
+        const { profile } = splitUserHash(await deps.redis.hgetall(deps.keys.user(user).hash));
         const leaderboard: Record<string, unknown> = {
           ...leaderboardBase(snap, b),
           start: run.start,
@@ -102,11 +105,25 @@ export async function drainBoardChanges(deps: Deps, consumer = 'scheduler'): Pro
           fields: { user: userResponse(snap, profile.id ? profile : { ...profile, id: user }), leaderboard },
         });
       }
-      for (let i = 0; i < rows.length; i += 1000)
-        await deps.db
-          .insert(leaderboardRankChanges)
-          .values(rows.slice(i, i + 1000))
-          .onConflictDoNothing();
+      // One prepared statement whatever the number of rows (src/db/bulk.ts); a row read twice is skipped.
+      await bulkInsert(
+        deps.db,
+        'leaderboard_rank_changes',
+        [
+          { column: 'id', type: 'uuid', value: (r) => r.id },
+          { column: 'leaderboard_id', type: 'uuid', value: (r) => r.leaderboardId },
+          { column: 'run_start', type: 'date', value: (r) => r.runStart },
+          { column: 'group_key', type: 'text', value: (r) => r.groupKey },
+          { column: 'user_id', type: 'text', value: (r) => r.userId },
+          { column: 'previous_rank', type: 'int4', value: (r) => r.previousRank },
+          { column: 'rank', type: 'int4', value: (r) => r.rank },
+          { column: 'previous_value', type: 'float8', value: (r) => r.previousValue },
+          { column: 'value', type: 'float8', value: (r) => r.value },
+          { column: 'created', type: 'epoch_ms', value: (r) => r.created },
+          { column: 'stream_seq', type: 'int8', value: (r) => r.streamSeq },
+        ],
+        rows,
+      );
       await recordWebhookEvents(deps.db, events, deps.clock.now());
       if (anySubscriber(snap, ['leaderboard.changed'])) {
         const now = deps.clock.now();

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { bulkInsert } from '../db/bulk';
+import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
@@ -24,6 +25,22 @@ export { parseRecord } from '../redis/user-script';
 export type RecordHook = (tx: Tx, entries: OutboxEntry[], deps: Deps) => Promise<void>;
 type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
 
+/** Period bounds by frequency and index (a pass's periods are mostly the same few days). */
+const bounds = new Map<string, { start: string; end: string }>();
+function boundsOf(freq: Parameters<typeof periodBounds>[0], idx: number) {
+  const key = `${freq}${idx}`;
+  let b = bounds.get(key);
+  if (!b) {
+    if (bounds.size >= 1024) bounds.clear();
+    b = periodBounds(freq, idx);
+    bounds.set(key, b);
+  }
+  return b;
+}
+
+/** A row type whose timestamps travel as epoch milliseconds (bulkInsert's `epoch_ms`). */
+type Ms<T, K extends keyof T> = Omit<T, K> & { [P in K]: number };
+
 function userRow(p: Record<string, string>) {
   const attributes: Record<string, string> = {};
   const preferences: Record<string, string[]> = {};
@@ -40,8 +57,8 @@ function userRow(p: Record<string, string>) {
     subscribeToEmails: p.sub !== '0',
     deviceTokens: p.dt ? asArray<string>(JSON.parse(p.dt)) : [],
     preferences,
-    created: new Date(Number(p.created)),
-    updated: new Date(Number(p.updated ?? p.created)),
+    created: Number(p.created),
+    updated: Number(p.updated ?? p.created),
   };
 }
 
@@ -56,10 +73,10 @@ export async function writeBatch(
   hooks: RecordHook[] = [],
 ): Promise<void> {
   const profiles = new Map<string, ReturnType<typeof userRow>>();
-  const eventRows: Array<typeof events.$inferInsert> = [];
-  const awardRows: Array<typeof pointsAwards.$inferInsert> = [];
-  const completionRows: Array<typeof achievementCompletions.$inferInsert> = [];
-  const periodRows = new Map<string, typeof streakPeriods.$inferInsert>();
+  const eventRows: Array<Ms<typeof events.$inferInsert, 'created'>> = [];
+  const awardRows: Array<Ms<typeof pointsAwards.$inferInsert, 'created'>> = [];
+  const completionRows: Array<Ms<typeof achievementCompletions.$inferInsert, 'achievedAt'>> = [];
+  const periodRows = new Map<string, Ms<typeof streakPeriods.$inferInsert, 'updated'>>();
   for (const { record: r } of entries) {
     if (r.profile?.id) profiles.set(r.user, userRow(r.profile)); // later records win
     if (r.op === 'event' && r.metric && r.value !== undefined) {
@@ -72,7 +89,7 @@ export async function writeBatch(
         idempotencyKey: r.idem ? r.idem.slice(r.idem.indexOf('|') + 1) : null,
         localDate: r.date,
         tz: r.tz,
-        created: new Date(r.now),
+        created: r.now,
         seq: r.seq,
       });
     }
@@ -88,7 +105,7 @@ export async function writeBatch(
           total: a.total,
           boosts: a.boosts,
           localDate: localDate(a.date, r.tz),
-          created: new Date(a.date),
+          created: a.date,
           seq: r.seq,
           pos,
         });
@@ -99,13 +116,13 @@ export async function writeBatch(
         id: c.cid,
         userId: r.user,
         achievementId: c.id,
-        achievedAt: new Date(c.at),
+        achievedAt: c.at,
         eventId: r.op === 'event' ? r.id : null,
       });
     }
     const freq = r.freq ?? deps.catalog.snapshot.streak.frequency;
     for (const p of r.streak?.periods ?? []) {
-      const b = periodBounds(freq, p.idx);
+      const b = boundsOf(freq, p.idx);
       periodRows.set(`${r.user}|${b.start}`, {
         userId: r.user,
         periodStart: b.start,
@@ -114,102 +131,106 @@ export async function writeBatch(
         usedFreeze: p.freeze,
         usedPause: p.pause,
         epoch: epochOf(deps, r),
-        updated: new Date(r.now),
+        updated: r.now,
       });
     }
   }
   // Users an op referenced without changing their profile may not have a row yet only if their
   // creating record is in this batch or an earlier one, so rows are written users-first.
   await deps.db.transaction(async (tx) => {
-    await bulkInsert(
-      tx,
-      'users',
-      [
-        { column: 'id', type: 'text', value: (u) => u.id },
-        { column: 'email', type: 'text', value: (u) => u.email },
-        { column: 'name', type: 'text', value: (u) => u.name },
-        { column: 'tz', type: 'text', value: (u) => u.tz },
-        { column: 'attributes', type: 'jsonb', value: (u) => u.attributes },
-        { column: 'subscribe_to_emails', type: 'bool', value: (u) => u.subscribeToEmails },
-        { column: 'device_tokens', type: 'jsonb', value: (u) => u.deviceTokens },
-        { column: 'preferences', type: 'jsonb', value: (u) => u.preferences },
-        { column: 'created', type: 'timestamptz', value: (u) => u.created },
-        { column: 'updated', type: 'timestamptz', value: (u) => u.updated },
-      ],
-      [...profiles.values()],
-      sql`on conflict (id) do update set email = excluded.email, name = excluded.name, tz = excluded.tz,
+    // Every statement is sent at once: the connection runs them in this order (users first), in one
+    // round trip instead of one each.
+    await Promise.all([
+      bulkInsert(
+        tx,
+        'users',
+        [
+          { column: 'id', type: 'text', value: (u) => u.id },
+          { column: 'email', type: 'text', value: (u) => u.email },
+          { column: 'name', type: 'text', value: (u) => u.name },
+          { column: 'tz', type: 'text', value: (u) => u.tz },
+          { column: 'attributes', type: 'jsonb', value: (u) => u.attributes },
+          { column: 'subscribe_to_emails', type: 'bool', value: (u) => u.subscribeToEmails },
+          { column: 'device_tokens', type: 'jsonb', value: (u) => u.deviceTokens },
+          { column: 'preferences', type: 'jsonb', value: (u) => u.preferences },
+          { column: 'created', type: 'epoch_ms', value: (u) => u.created },
+          { column: 'updated', type: 'epoch_ms', value: (u) => u.updated },
+        ],
+        [...profiles.values()],
+        sql`on conflict (id) do update set email = excluded.email, name = excluded.name, tz = excluded.tz,
         attributes = excluded.attributes, subscribe_to_emails = excluded.subscribe_to_emails,
         device_tokens = excluded.device_tokens, preferences = excluded.preferences,
         updated = greatest(users.updated, excluded.updated)
         where excluded.updated >= users.updated`,
-    );
-    await bulkInsert(
-      tx,
-      'events',
-      [
-        { column: 'id', type: 'uuid', value: (e) => e.id },
-        { column: 'user_id', type: 'text', value: (e) => e.userId },
-        { column: 'metric_id', type: 'uuid', value: (e) => e.metricId },
-        { column: 'value_micros', type: 'int8', value: (e) => e.valueMicros },
-        { column: 'attributes', type: 'jsonb', value: (e) => e.attributes },
-        { column: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
-        { column: 'local_date', type: 'date', value: (e) => e.localDate },
-        { column: 'tz', type: 'text', value: (e) => e.tz },
-        { column: 'created', type: 'timestamptz', value: (e) => e.created },
-        { column: 'seq', type: 'int8', value: (e) => e.seq },
-      ],
-      eventRows,
-    );
-    await bulkInsert(
-      tx,
-      'points_awards',
-      [
-        { column: 'id', type: 'uuid', value: (a) => a.id },
-        { column: 'event_id', type: 'uuid', value: (a) => a.eventId },
-        { column: 'user_id', type: 'text', value: (a) => a.userId },
-        { column: 'system_id', type: 'uuid', value: (a) => a.systemId },
-        { column: 'trigger_id', type: 'uuid', value: (a) => a.triggerId },
-        { column: 'awarded', type: 'int8', value: (a) => a.awarded },
-        { column: 'total', type: 'int8', value: (a) => a.total },
-        { column: 'boosts', type: 'jsonb', value: (a) => a.boosts },
-        { column: 'local_date', type: 'date', value: (a) => a.localDate },
-        { column: 'created', type: 'timestamptz', value: (a) => a.created },
-        { column: 'seq', type: 'int8', value: (a) => a.seq },
-        { column: 'pos', type: 'int4', value: (a) => a.pos },
-      ],
-      awardRows,
-    );
-    await bulkInsert(
-      tx,
-      'achievement_completions',
-      [
-        { column: 'id', type: 'uuid', value: (c) => c.id },
-        { column: 'user_id', type: 'text', value: (c) => c.userId },
-        { column: 'achievement_id', type: 'uuid', value: (c) => c.achievementId },
-        { column: 'achieved_at', type: 'timestamptz', value: (c) => c.achievedAt },
-        { column: 'event_id', type: 'uuid', value: (c) => c.eventId },
-      ],
-      completionRows,
-    );
-    await bulkInsert(
-      tx,
-      'streak_periods',
-      [
-        { column: 'user_id', type: 'text', value: (p) => p.userId },
-        { column: 'period_start', type: 'date', value: (p) => p.periodStart },
-        { column: 'period_end', type: 'date', value: (p) => p.periodEnd },
-        { column: 'length', type: 'int4', value: (p) => p.length },
-        { column: 'used_freeze', type: 'bool', value: (p) => p.usedFreeze },
-        { column: 'used_pause', type: 'bool', value: (p) => p.usedPause },
-        { column: 'epoch', type: 'int4', value: (p) => p.epoch },
-        { column: 'updated', type: 'timestamptz', value: (p) => p.updated },
-      ],
-      [...periodRows.values()],
-      sql`on conflict (user_id, period_start) do update set length = excluded.length,
+      ),
+      bulkInsert(
+        tx,
+        'events',
+        [
+          { column: 'id', type: 'uuid', value: (e) => e.id },
+          { column: 'user_id', type: 'text', value: (e) => e.userId },
+          { column: 'metric_id', type: 'uuid', value: (e) => e.metricId },
+          { column: 'value_micros', type: 'int8', value: (e) => e.valueMicros },
+          { column: 'attributes', type: 'jsonb', value: (e) => e.attributes },
+          { column: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
+          { column: 'local_date', type: 'date', value: (e) => e.localDate },
+          { column: 'tz', type: 'text', value: (e) => e.tz },
+          { column: 'created', type: 'epoch_ms', value: (e) => e.created },
+          { column: 'seq', type: 'int8', value: (e) => e.seq },
+        ],
+        eventRows,
+      ),
+      bulkInsert(
+        tx,
+        'points_awards',
+        [
+          { column: 'id', type: 'uuid', value: (a) => a.id },
+          { column: 'event_id', type: 'uuid', value: (a) => a.eventId },
+          { column: 'user_id', type: 'text', value: (a) => a.userId },
+          { column: 'system_id', type: 'uuid', value: (a) => a.systemId },
+          { column: 'trigger_id', type: 'uuid', value: (a) => a.triggerId },
+          { column: 'awarded', type: 'int8', value: (a) => a.awarded },
+          { column: 'total', type: 'int8', value: (a) => a.total },
+          { column: 'boosts', type: 'jsonb', value: (a) => a.boosts },
+          { column: 'local_date', type: 'date', value: (a) => a.localDate },
+          { column: 'created', type: 'epoch_ms', value: (a) => a.created },
+          { column: 'seq', type: 'int8', value: (a) => a.seq },
+          { column: 'pos', type: 'int4', value: (a) => a.pos },
+        ],
+        awardRows,
+      ),
+      bulkInsert(
+        tx,
+        'achievement_completions',
+        [
+          { column: 'id', type: 'uuid', value: (c) => c.id },
+          { column: 'user_id', type: 'text', value: (c) => c.userId },
+          { column: 'achievement_id', type: 'uuid', value: (c) => c.achievementId },
+          { column: 'achieved_at', type: 'epoch_ms', value: (c) => c.achievedAt },
+          { column: 'event_id', type: 'uuid', value: (c) => c.eventId },
+        ],
+        completionRows,
+      ),
+      bulkInsert(
+        tx,
+        'streak_periods',
+        [
+          { column: 'user_id', type: 'text', value: (p) => p.userId },
+          { column: 'period_start', type: 'date', value: (p) => p.periodStart },
+          { column: 'period_end', type: 'date', value: (p) => p.periodEnd },
+          { column: 'length', type: 'int4', value: (p) => p.length },
+          { column: 'used_freeze', type: 'bool', value: (p) => p.usedFreeze },
+          { column: 'used_pause', type: 'bool', value: (p) => p.usedPause },
+          { column: 'epoch', type: 'int4', value: (p) => p.epoch },
+          { column: 'updated', type: 'epoch_ms', value: (p) => p.updated },
+        ],
+        [...periodRows.values()],
+        sql`on conflict (user_id, period_start) do update set length = excluded.length,
         used_freeze = excluded.used_freeze, used_pause = excluded.used_pause, epoch = excluded.epoch,
         updated = excluded.updated`,
-    );
-    await writeRebuildRows(tx, deps, entries);
+      ),
+      writeRebuildRows(tx, deps, entries),
+    ]);
     for (const hook of hooks) await hook(tx, entries, deps);
   });
   await reapplyBoards(deps, entries);
@@ -228,7 +249,10 @@ async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> 
       withBoards.slice(i, i + 50).map(async ({ record: r }) => {
         // The API notes which boards it moved for which op; only the rest needs the repair.
         const pending = r.boards.filter((b) => !b.ap);
-        const seen = await deps.redis.hmget(deps.keys.user(r.user).applied, ...pending.map((b) => b.id));
+        const seen = await deps.redis.hmget(
+          deps.keys.user(r.user).hash,
+          ...pending.map((b) => userField('applied', b.id)),
+        );
         const missing = pending.filter((_, k) => Number(seen[k] ?? -1) < r.seq);
         if (missing.length === 0) return;
         await applyBoardUpdates(deps, {

@@ -157,8 +157,9 @@ export function eventsOfRecord(
     ev('streak.freeze_earned', String(r.slot), { user: user(), earned: r.granted, freezes: s?.freezes ?? 0 });
   }
 
-  // Levels and system fields as configured at commit (the record's), not as configured now; records
-  // written before they carried them fall back to the current configuration.
+  // Levels, system fields, and the awards' triggers and boosts as configured at commit (the record's),
+  // not as configured now; records written before they carried them fall back to the current
+  // configuration.
   const committed = new Map((r.levels ?? []).map((l) => [l.sys, l]));
   const systems = new Set([...r.awards.map((g) => g.sys), ...committed.keys()]);
   for (const sysId of systems) {
@@ -173,7 +174,7 @@ export function eventsOfRecord(
     const now = lv ? lv.a || null : sys ? levelOf(sys, total) : null;
     const level = now ? levelResponse(now) : null;
     const before = lv ? lv.b || null : sys && first ? levelOf(sys, first.total - first.awarded) : null;
-    if (awards.length && sys) {
+    if (awards.length && (sys || lv?.t)) {
       ev('points.changed', sysId, {
         user: user(),
         points: {
@@ -181,7 +182,7 @@ export function eventsOfRecord(
           total,
           added: awards.reduce((n, a) => n + a.awarded, 0),
           level,
-          awards: [...awards].reverse().map((a) => awardResponse(snap, sys, a, r.date)),
+          awards: [...awards].reverse().map((a) => awardResponse(snap, sys, a, r.date, lv)),
         },
       });
     }
@@ -208,7 +209,7 @@ export const webhookEventsHook: RecordHook = async (tx, entries: OutboxEntry[], 
   const need = [...new Set(entries.filter((e) => !e.record.profile?.id).map((e) => e.record.user))];
   // One socket write on a single Redis (profiles live in different slots: one command each on Cluster).
   const pipe = crossSlotPipeline(deps.redis);
-  for (const id of need) pipe.hgetall(deps.keys.user(id).profile);
+  for (const id of need) pipe.hgetall(deps.keys.user(id).hash);
   const fetched = need.length ? await execValues(pipe) : [];
   for (const [i, id] of need.entries()) profiles.set(id, (fetched[i] as Record<string, string>) ?? { id });
   const events: WebhookEvent[] = [];

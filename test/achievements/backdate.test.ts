@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
+import { userField } from '../../src/redis/user-hash';
 import { awaitBackdates, runBackdate } from '../../src/services/backdate';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -16,11 +18,11 @@ const event = async (id: string, value: number, plan?: string) => {
   expect(r.status).toBe(201);
 };
 const done = async (user: string) =>
-  (await t.deps.redis.hkeys(t.deps.keys.user(user).achievements)).map(
+  Object.keys(await userPart(t.deps.redis, t.deps.keys, user, 'achievements')).map(
     (id) => Object.entries(ids).find(([, v]) => v === id)?.[0] ?? id,
   );
 const points = async (user: string) =>
-  Number((await t.deps.redis.hget(t.deps.keys.user(user).points, ids.xp!)) ?? 0);
+  Number((await t.deps.redis.hget(t.deps.keys.user(user).hash, userField('points', ids.xp!))) ?? 0);
 const patch = async (item: Record<string, unknown>) => {
   const r = await t.admin('PATCH', '/achievements', [item]);
   expect(r.body.issues).toEqual([]);
@@ -78,19 +80,27 @@ afterAll(async () => t.close());
 
 describe('backdating', () => {
   it('activating a streak achievement completes users whose current streak qualifies, not lapsed ones', async () => {
-    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').streak, 'length'))).toBe(2);
+    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').hash, userField('streak', 'length')))).toBe(
+      2,
+    );
     await patch({ id: ids.streak2, status: 'active' });
     expect(await done('p1')).toEqual(['streak2']);
     expect(await done('s1')).toEqual([]);
-    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').streak, 'length'))).toBe(0);
+    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').hash, userField('streak', 'length')))).toBe(
+      0,
+    );
   });
 
   it('activating a metric achievement completes eligible qualifying users, cascades and awards points', async () => {
+    const seqOfB1 = async () => t.deps.redis.hget(t.deps.keys.user('b1').hash, 'seq');
+    const b1Before = await seqOfB1();
     await patch({ id: ids.five, status: 'active' });
     expect((await done('p1')).sort()).toEqual(['combo', 'five', 'streak2']);
     expect(await points('p1')).toBe(100);
     expect(await done('p2')).toEqual([]);
     expect(await done('b1')).toEqual([]);
+    // A user outside the achievement's user filter is not touched at all (no op, no outbox record).
+    expect(await seqOfB1()).toBe(b1Before);
     // Backdated completions are recorded with op 'backdate' (no webhooks) and dated now.
     const shard = t.deps.keys.user('p1').shard;
     const entries = await t.deps.redis.xrange(t.deps.keys.outbox(shard), '-', '+');
@@ -121,8 +131,7 @@ describe('backdating', () => {
   it('one failing user does not stop the rest', async () => {
     // 'broken' sorts first in the id index and its state cannot be read.
     await t.deps.redis.zadd(t.deps.keys.user('broken').users, 0, 'broken');
-    await t.deps.redis.hset(t.deps.keys.user('broken').profile, 'created', '1');
-    await t.deps.redis.set(t.deps.keys.user('broken').achievements, 'not a hash');
+    await t.deps.redis.set(t.deps.keys.user('broken').hash, 'not a hash');
     await patch({ id: ids.five, metricValue: 100 });
     await event('late', 50, 'pro');
     expect(await done('late')).toEqual([]);

@@ -22,7 +22,7 @@ afterAll(async () => t.close());
 
 const event = (body: unknown, headers?: Record<string, string>) =>
   t.api('POST', '/v1/metrics/m/event', body, headers);
-const exists = async (user: string) => (await t.deps.redis.exists(t.deps.keys.user(user).profile)) === 1;
+const exists = async (user: string) => (await t.deps.redis.exists(t.deps.keys.user(user).hash)) === 1;
 
 /** A request body sent as a stream, so no Content-Length tells its size in advance. */
 function streamed(path: string, key: string, bytes: number) {

@@ -144,8 +144,8 @@ describe('rate limits across two API processes sharing one Redis', () => {
       : new Redis(redisUrl);
     try {
       const keys = new Keys(prefix, 16);
-      for (const r of limited) expect(await redis.exists(keys.user(r.user).profile)).toBe(0);
-      for (const r of ok) expect(await redis.exists(keys.user(r.user).profile)).toBe(1);
+      for (const r of limited) expect(await redis.exists(keys.user(r.user).hash)).toBe(0);
+      for (const r of ok) expect(await redis.exists(keys.user(r.user).hash)).toBe(1);
     } finally {
       redis.disconnect();
     }

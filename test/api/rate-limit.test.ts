@@ -27,8 +27,8 @@ describe('rate limits', () => {
     expect(limited.status).toBe(429);
     expect(limited.body).toEqual({ error: 'Rate limit exceeded' });
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(await t.deps.redis.exists(t.deps.keys.user('rl-over').profile)).toBe(0);
-    expect(await t.deps.redis.exists(t.deps.keys.user('rl-11').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('rl-over').hash)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('rl-11').hash)).toBe(0);
   });
 
   it('refills at the configured rate', async () => {
@@ -152,7 +152,7 @@ describe('browser protection', () => {
     expect(r.status).toBe(403);
     expect(r.body.error).toMatch(/server-side/);
     expect(r.headers.get('access-control-allow-origin')).toBeNull();
-    expect(await t.deps.redis.exists(t.deps.keys.user('browser').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('browser').hash)).toBe(0);
     const a = await t.app.request('/admin/v1/metrics', {
       headers: { 'X-API-KEY': t.adminKey, ...headers },
     });

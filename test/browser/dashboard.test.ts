@@ -250,12 +250,14 @@ describe('dashboard in a browser', () => {
     await shot('leaderboards');
     await page.click('a:has-text("XP champions")');
     const rows = page.locator('#rankings tbody tr');
+    await rows.first().waitFor(); // the click navigates; count() does not wait
     await expect(rows.count()).resolves.toBe(5);
     await expect(rows.first().textContent()).resolves.toContain('Alice Martin');
     await shot('leaderboard');
 
     await go('/dashboard/points');
     await page.click('a:has-text("XP")');
+    await page.locator('svg[aria-label="users per points range"] rect').first().waitFor();
     await expect(
       page.locator('svg[aria-label="users per points range"] rect').count(),
     ).resolves.toBeGreaterThan(0);
@@ -348,6 +350,8 @@ describe('dashboard in a browser', () => {
     ).resolves.toBe('active');
     await shot('webhooks');
     await page.click('[data-endpoint-state="https://hooks.example.com/laurel"] a');
+    // The click navigates: wait for the deliveries page before counting (count() does not wait).
+    await page.locator('.badge.retrying').first().waitFor();
     await expect(page.locator('.badge.retrying').count()).resolves.toBe(1);
     await shot('webhook-deliveries');
     await go('/dashboard');

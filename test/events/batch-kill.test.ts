@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { userField } from '../../src/redis/user-hash';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -85,7 +86,7 @@ describe('event batches across a SIGKILL', () => {
     await until(async () => {
       const id = (await redis.zrange(keys.batches.pending, 0, 0))[0];
       if (!id) return false;
-      committed = Number((await redis.hget(keys.user(users[0]!).metrics, metricId)) ?? 0);
+      committed = Number((await redis.hget(keys.user(users[0]!).hash, userField('metrics', metricId))) ?? 0);
       if (committed === 0) return false;
       server.kill('SIGKILL');
       done = Number((await redis.hget(keys.batches.batch(id), 'done')) ?? 0);
@@ -101,8 +102,10 @@ describe('event batches across a SIGKILL', () => {
     // Exact totals: sum of 1..100 per user, and one point per unit of value (no item twice).
     const expected = (100 * 101) / 2;
     for (const u of users) {
-      expect(Number(await redis.hget(keys.user(u).metrics, metricId)) / 1e6).toBe(expected);
-      expect(Number(await redis.hget(keys.user(u).points, sysId))).toBe(expected);
+      expect(Number(await redis.hget(keys.user(u).hash, userField('metrics', metricId))) / 1e6).toBe(
+        expected,
+      );
+      expect(Number(await redis.hget(keys.user(u).hash, userField('points', sysId)))).toBe(expected);
     }
     expect(await redis.exists(keys.batches.batch('x'))).toBe(0);
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { userField } from '../../src/redis/user-hash';
 import { acceptBatch, batchEventId, processBatch } from '../../src/services/batch-events';
 import { runUserOp } from '../../src/services/user-op';
 import { BatchResumer } from '../../src/workers/batches';
@@ -11,9 +12,9 @@ let metricId: string;
 let sysId: string;
 const batch = (items: unknown) => t.admin('POST', '/metrics/events', items);
 const total = async (user: string, mid = metricId) =>
-  Number((await t.deps.redis.hget(t.deps.keys.user(user).metrics, mid)) ?? '0') / 1e6;
+  Number((await t.deps.redis.hget(t.deps.keys.user(user).hash, userField('metrics', mid))) ?? '0') / 1e6;
 const points = async (user: string) =>
-  Number((await t.deps.redis.hget(t.deps.keys.user(user).points, sysId)) ?? '0');
+  Number((await t.deps.redis.hget(t.deps.keys.user(user).hash, userField('points', sysId))) ?? '0');
 
 beforeAll(async () => {
   t = await createTestServer();
@@ -43,7 +44,7 @@ describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
     expect(empty.body).toEqual({ error: expect.any(String) });
     const big = await batch(Array.from({ length: 1001 }, (_, i) => ok(`v-big-${i}`)));
     expect(big.status).toBe(422);
-    expect(await t.deps.redis.exists(t.deps.keys.user('v-big-0').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-big-0').hash)).toBe(0);
   });
 
   it('answers 400 naming the item index for a structural problem, before anything is processed', async () => {
@@ -52,13 +53,13 @@ describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
     expect(r.body).toEqual({ error: 'Item 1: value must be a number' });
     const r2 = await batch([ok('v-s1'), { key: 'steps', value: 1 }]);
     expect(r2.body).toEqual({ error: 'Item 1: user is required' });
-    expect(await t.deps.redis.exists(t.deps.keys.user('v-s1').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-s1').hash)).toBe(0);
   });
 
   it('answers 404 "Metric not found: <key>" for an unknown metric key', async () => {
     const r = await batch([ok('v-m1'), { key: 'nope', user: { id: 'v-m2' }, value: 1 }]);
     expect(r).toMatchObject({ status: 404, body: { error: 'Metric not found: nope' } });
-    expect(await t.deps.redis.exists(t.deps.keys.user('v-m1').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-m1').hash)).toBe(0);
   });
 
   it('answers 422 naming the item index for a domain problem, and changes nothing', async () => {
@@ -83,7 +84,7 @@ describe('POST /admin/v1/metrics/events: validation, all or nothing', () => {
       body: '[{"key":"steps","user":{"id":"v-d0"},"value":1},{"key":"steps","user":{"id":"v-d"},"value":1e400}]',
     });
     expect([res.status, await res.json()]).toEqual([422, { error: 'Item 1: value must be a finite number' }]);
-    expect(await t.deps.redis.exists(t.deps.keys.user('v-d0').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('v-d0').hash)).toBe(0);
   });
 
   it('is described in /openapi.json', async () => {
@@ -243,5 +244,59 @@ describe('event batches: durability', () => {
     // The new owner finishes it; items the stale owner already ran are answered from their markers.
     expect(await processBatch(t.deps, { ...stale, owner: '2' })).toBe('done');
     for (let i = 0; i < 4; i++) expect(await total(`f-${i}`)).toBe(1);
+  });
+});
+
+describe('event batches: a connection dropped during the accepting MULTI', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  /**
+   * The next MULTI's EXEC: `reached` says whether it reaches Redis; either way the connection then
+   * drops (for real: the client reconnects) before any reply is read.
+   */
+  function dropDuringExec(reached: boolean) {
+    const redis = t.deps.redis;
+    const real = redis.multi.bind(redis);
+    vi.spyOn(redis, 'multi').mockImplementationOnce(((...args: Parameters<typeof real>) => {
+      const m = real(...args);
+      const exec = m.exec.bind(m);
+      m.exec = (async () => {
+        if (reached) await exec();
+        else m.discard();
+        redis.disconnect(true);
+        throw new Error('Connection is closed.');
+      }) as typeof m.exec;
+      return m;
+    }) as typeof real);
+  }
+
+  const pendingBatches = async () =>
+    (await t.redisKeys()).filter((k) => k.includes('{batch}') && !k.endsWith('pending'));
+
+  it('answers 202 and processes every item once when the batch was accepted before the drop', async () => {
+    dropDuringExec(true);
+    const r = await batch([
+      { key: 'steps', user: { id: 'drop-1' }, value: 2 },
+      { key: 'steps', user: { id: 'drop-2' }, value: 3 },
+      { key: 'steps', user: { id: 'drop-1' }, value: 4 },
+    ]);
+    expect(r).toMatchObject({ status: 202, body: { accepted: 3 } });
+    expect(t.deps.redis.status).toBe('ready');
+    expect(await total('drop-1')).toBe(6);
+    expect(await total('drop-2')).toBe(3);
+    expect(await pendingBatches()).toEqual([]);
+    expect(await t.deps.redis.zcard(t.deps.keys.batches.pending)).toBe(0);
+  });
+
+  it('answers 503 and leaves nothing when the batch was not accepted', async () => {
+    dropDuringExec(false);
+    const r = await batch([{ key: 'steps', user: { id: 'drop-3' }, value: 1 }]);
+    expect(r).toMatchObject({ status: 503, body: { error: expect.any(String) } });
+    expect(await t.deps.redis.zcard(t.deps.keys.batches.pending)).toBe(0);
+    expect(await pendingBatches()).toEqual([]);
+    expect(await t.deps.redis.exists(t.deps.keys.user('drop-3').hash)).toBe(0);
+    // The next batch goes through.
+    expect((await batch([{ key: 'steps', user: { id: 'drop-3' }, value: 1 }])).status).toBe(202);
+    expect(await total('drop-3')).toBe(1);
   });
 });

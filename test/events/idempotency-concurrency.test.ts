@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
+import { userField } from '../../src/redis/user-hash';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // Idempotency (application-api §4) and per-user serialisation of parallel events (semantics §0, §2.1),
@@ -73,8 +75,8 @@ describe('parallel events', () => {
       3,
       ...Array.from({ length: 25 }, (_, i) => 13 + 10 * i),
     ]);
-    expect(await t.deps.redis.hget(t.deps.keys.user(u).metrics, m.id)).toBe('25000000');
-    expect(await t.deps.redis.hget(t.deps.keys.user(u).points, s.id)).toBe('253');
+    expect(await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('metrics', m.id))).toBe('25000000');
+    expect(await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('points', s.id))).toBe('253');
     await t.admin('PATCH', `/points/${s.id}/triggers`, [{ id: uc.id, status: 'inactive' }]);
   });
 
@@ -134,7 +136,7 @@ describe('idempotency', () => {
     expect(totals).toEqual(Array.from({ length: 20 }, (_, i) => 2 * (i + 1)));
     const after = await event('idem', u, 0);
     expect(after.body.total).toBe(40);
-    expect(await t.deps.redis.hget(t.deps.keys.user(u).points, s.id)).toBe('40');
+    expect(await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('points', s.id))).toBe('40');
   });
 
   it('a replay answers 202 with the current state and changes nothing (no upsert, no value)', async () => {
@@ -165,9 +167,9 @@ describe('idempotency', () => {
     expect(original.status).toBe(201);
     expect(original.body.points['replay-xp'].total).toBe(5);
     await event('replay', u, 1);
-    const profileKey = t.deps.keys.user(u).profile;
+    const profileKey = t.deps.keys.user(u).hash;
     const before = await t.deps.redis.hgetall(profileKey);
-    const metricsBefore = await t.deps.redis.hgetall(t.deps.keys.user(u).metrics);
+    const metricsBefore = await userPart(t.deps.redis, t.deps.keys, u, 'metrics');
 
     const replay = await event(
       'replay',
@@ -202,7 +204,7 @@ describe('idempotency', () => {
       tz: 'Europe/London',
       'a:plan': 'basic',
     });
-    expect(await t.deps.redis.hgetall(t.deps.keys.user(u).metrics)).toEqual(metricsBefore);
+    expect(await userPart(t.deps.redis, t.deps.keys, u, 'metrics')).toEqual(metricsBefore);
     // The alias shares the scope.
     const alias = await post(
       '/api/metrics/replay/event',

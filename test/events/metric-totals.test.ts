@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userField } from '../../src/redis/user-hash';
+import { redisContents } from '../helpers/redis-state';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // Metric totals of POST /v1/metrics/{key}/event: exact fixed-point decimals (semantics §2.1).
@@ -12,19 +14,9 @@ const send = (key: string, userId: string, value: unknown) =>
   t.api('POST', `/v1/metrics/${key}/event`, { user: { id: userId }, value });
 
 async function dumpRedis(): Promise<Record<string, unknown>> {
-  const r = t.deps.redis;
-  const out: Record<string, unknown> = {};
   // Reply markers of committed ops (`:op:<id>`) expire 10 s after their op by Redis's clock: not state.
-  for (const k of (await t.redisKeys()).filter((key) => !key.includes(':op:'))) {
-    const type = await r.type(k);
-    if (type === 'hash') out[k] = await r.hgetall(k);
-    else if (type === 'list') out[k] = await r.lrange(k, 0, -1);
-    else if (type === 'string') out[k] = await r.get(k);
-    else if (type === 'stream') out[k] = await r.xrange(k, '-', '+');
-    else if (type === 'zset') out[k] = await r.zrange(k, 0, -1, 'WITHSCORES');
-    else out[k] = type;
-  }
-  return out;
+  const keys = (await t.redisKeys()).filter((key) => !key.includes(':op:'));
+  return redisContents(t.deps.redis, keys);
 }
 
 beforeAll(async () => {
@@ -70,7 +62,7 @@ describe('event metric totals', () => {
     const res = await send('steps', u, 0.2);
     expect(res.body.total).toBe(0.3);
     // Stored as integer millionths, never as a binary floating-point sum.
-    expect(await t.deps.redis.hget(t.deps.keys.user(u).metrics, steps.id)).toBe('300000');
+    expect(await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('metrics', steps.id))).toBe('300000');
   });
 
   it('sums ten times 0.1 to exactly 1, and back to exactly 0', async () => {

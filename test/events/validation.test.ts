@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisContents } from '../helpers/redis-state';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // POST /v1/metrics/{key}/event: every rejected request answers {"error": string} with the status of
@@ -9,20 +10,9 @@ const USER = 'validation-user';
 
 /** Every key under the server's prefix with its full contents. */
 async function dumpRedis(): Promise<Record<string, unknown>> {
-  const r = t.deps.redis;
-  const out: Record<string, unknown> = {};
   // Reply markers of committed ops (`:op:<id>`) expire 10 s after their op by Redis's clock: not state.
-  for (const k of (await t.redisKeys()).filter((key) => !key.includes(':op:'))) {
-    const type = await r.type(k);
-    if (type === 'hash') out[k] = await r.hgetall(k);
-    else if (type === 'list') out[k] = await r.lrange(k, 0, -1);
-    else if (type === 'string') out[k] = await r.get(k);
-    else if (type === 'stream') out[k] = await r.xrange(k, '-', '+');
-    else if (type === 'zset') out[k] = await r.zrange(k, 0, -1, 'WITHSCORES');
-    else if (type === 'set') out[k] = (await r.smembers(k)).sort();
-    else out[k] = type;
-  }
-  return out;
+  const keys = (await t.redisKeys()).filter((key) => !key.includes(':op:'));
+  return redisContents(t.deps.redis, keys);
 }
 
 beforeAll(async () => {

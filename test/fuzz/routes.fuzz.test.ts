@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { apiKeys } from '../../src/db/schema';
 import { awaitBackdates } from '../../src/services/backdate';
+import { keyContents } from '../helpers/redis-state';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 /**
@@ -716,20 +717,18 @@ function checkResponse(c: Case, r: { status: number; text: string }) {
   }
 }
 
-/** Every state key under the test prefix (not rate-limit buckets, not op reply markers) → its DUMP digest. */
+/**
+ * Every state key under the test prefix (not rate-limit buckets, not op reply markers) → a digest of
+ * its canonical contents (not DUMP: see keyContents).
+ */
 async function redisFingerprint(): Promise<Map<string, string>> {
   const keys = (await t.redisKeys()).filter((k) => !k.includes(':op:'));
   const out = new Map<string, string>();
   for (let i = 0; i < keys.length; i += 200) {
     const batch = keys.slice(i, i + 200);
-    const dumps = await Promise.all(batch.map((k) => t.deps.redis.dumpBuffer(k)));
+    const contents = await Promise.all(batch.map((k) => keyContents(t.deps.redis, k)));
     batch.forEach((k, j) => {
-      out.set(
-        k,
-        createHash('sha1')
-          .update(dumps[j] ?? 'missing')
-          .digest('hex'),
-      );
+      out.set(k, createHash('sha1').update(JSON.stringify(contents[j])).digest('hex'));
     });
   }
   return out;

@@ -1,6 +1,7 @@
 // Shared helpers of rebuild.test.ts and durability.test.ts (not a test file itself).
 import { expect } from 'vitest';
 import { HistoryWriter } from '../../src/workers/history-writer';
+import { keyContents } from './redis-state';
 import { adminCreate, type TestServer } from './server';
 
 export interface MixedSetup {
@@ -192,23 +193,18 @@ export async function snapshotKeys(t: TestServer): Promise<Record<string, unknow
     // Per-op reply markers (KEYS[10] of applyUserOp: a retried call returns the same reply) expire
     // after 10 s; they are not state and are not rebuilt.
     if (/:user:[^:]+:op:/.test(key)) continue;
-    // Which board moves the API applied: a hint for the writer's repair pass, not state.
-    if (/:user:[^:]+:applied$/.test(key)) continue;
-    // A board's ranking version validates cached reads; a rebuilt board gets a new one on purpose.
-    if (/:\{lb:[^}]+\}:ver$/.test(key)) continue;
     // A board's ranking version validates cached reads; rebuilt boards get a new one on purpose.
     if (/:\{lb:[^}]+\}:ver$/.test(key)) continue;
     const type = await t.deps.redis.type(key);
-    if (type === 'hash') {
-      const h = await t.deps.redis.hgetall(key);
-      out[key] = Object.fromEntries(Object.entries(h).sort(([a], [b]) => (a < b ? -1 : 1)));
-    } else if (type === 'zset') out[key] = await t.deps.redis.zrange(key, 0, -1, 'WITHSCORES');
-    else if (type === 'list') out[key] = await t.deps.redis.lrange(key, 0, -1);
-    else if (type === 'string') out[key] = await t.deps.redis.get(key);
-    else if (type === 'set') out[key] = (await t.deps.redis.smembers(key)).sort();
-    else if (type === 'stream')
-      continue; // outbox streams and their consumer groups: not state
-    else out[key] = `<${type}>`;
+    // Outbox streams and their consumer groups: not state.
+    if (type === 'stream') continue;
+    const contents = await keyContents(t.deps.redis, key);
+    // In a user hash, which board moves the API applied (r:<boardId>): a hint for the writer's
+    // repair pass, not state.
+    out[key] =
+      type === 'hash' && /:user:[^:]+$/.test(key)
+        ? (contents as Array<[string, string]>).filter(([f]) => !f.startsWith('r:'))
+        : contents;
   }
   return out;
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
 import { isCluster } from '../../src/redis/client';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -42,7 +43,7 @@ describe('board moves inside the user script', () => {
       // Configuration order in the response, whichever path moved the board.
       expect(Object.keys(body.leaderboards)).toEqual(['fz-plain', 'fz-city']);
       // Both moves are marked applied, so the history writer does not repair them.
-      const applied = await t.deps.redis.hgetall(t.deps.keys.user('fz-a').applied);
+      const applied = await userPart(t.deps.redis, t.deps.keys, 'fz-a', 'applied');
       expect(applied).toEqual({ [plain.id]: String(1), [byCity.id]: String(1) });
     } finally {
       boardCalls.restore();
@@ -75,8 +76,8 @@ describe('board moves inside the user script', () => {
       const of = (user: string) =>
         lookups
           .calls()
-          .filter((args) => args[0] === t.deps.keys.user(user).applied)
-          .map((args) => args.slice(1));
+          .filter((args) => args[0] === t.deps.keys.user(user).hash)
+          .map((args) => args.slice(1).map((f) => String(f).replace(/^r:/, '')));
       // Only the breakdown board's move (its own call) is looked up; on Cluster both are.
       expect(of('fz-d')).toEqual(cluster() ? [[plain.id, byCity.id]] : [[byCity.id]]);
     } finally {

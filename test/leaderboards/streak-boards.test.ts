@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard, getBoard, getUserBoard, send, standings } from '../helpers/leaderboards';
 
@@ -169,5 +170,46 @@ describe('streak leaderboards', () => {
     // 30 Mar went unmet too, with nothing to bridge it.
     t.clock.set(day(31, '00:00:00'));
     expect(await standings(t, b.key)).toEqual([]);
+  });
+
+  it('keeps a streak on boards and rankings when a pause created after its last event keeps it alive', async () => {
+    const apr = (d: number, time = '12:00:00') => `2025-04-${String(d).padStart(2, '0')}T${time}Z`;
+    const active = async () =>
+      (await t.api('GET', '/v1/streaks/rankings?type=active')).body.map((r: any) => [
+        r.userId,
+        r.streakLength,
+      ]);
+    const pause = async (start: string, end: string) => {
+      const r = await t.admin('POST', '/streaks/pauses', { pauses: [{ userId: 'st-late', start, end }] });
+      expect([r.status, r.body.issues]).toEqual([201, []]);
+    };
+    t.clock.set(apr(1, '06:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak' });
+    t.clock.set(apr(1));
+    await send(t, m.key, 'st-late', 1);
+    await send(t, m.key, 'st-plain2', 1);
+    await t.settle();
+    // Created after the last event: the stored expiry (2 Apr 00:00) did not count it.
+    t.clock.set(apr(1, '13:00:00'));
+    await pause('2025-04-02', '2025-04-02');
+    await t.settle();
+    t.clock.set(apr(3));
+    expect((await t.api('GET', '/v1/users/st-late/streak')).body.length).toBe(1);
+    expect(await standings(t, b.key)).toEqual([['st-late', 1]]);
+    expect(await active()).toEqual([['st-late', 1]]);
+    // Extended by another pause (today and tomorrow): kept until 6 Apr 00:00.
+    await pause('2025-04-03', '2025-04-04');
+    await t.settle();
+    // The history gives the same board entries (rebuild writes these expiries too).
+    const diffs = (await verifyState(t.deps)).differences.filter(
+      (d) => d.userId === 'st-late' && d.what.startsWith('leaderboard'),
+    );
+    expect(diffs).toEqual([]);
+    t.clock.set(apr(5, '23:59:59'));
+    expect(await standings(t, b.key)).toEqual([['st-late', 1]]);
+    expect(await active()).toEqual([['st-late', 1]]);
+    t.clock.set(apr(6, '00:00:00'));
+    expect(await standings(t, b.key)).toEqual([]);
+    expect(await active()).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
 import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { drain } from '../helpers/rebuild';
@@ -79,8 +80,7 @@ describe('bounded per-user state', () => {
       expect(res.status).toBe(201);
       expect(res.body.currentStreak.length).toBe(d + 1);
     }
-    const streakKey = t.deps.keys.user('veteran').streak;
-    const hash = await t.deps.redis.hgetall(streakKey);
+    const hash = await userPart(t.deps.redis, t.deps.keys, 'veteran', 'streak');
     expect(Object.keys(hash).filter((f) => f.startsWith('h:') || f === 'hist')).toEqual([]);
     const entries = (await t.deps.redis.get(t.deps.keys.user('veteran').streakHistory))!.split(',');
     expect(entries).toHaveLength(100);
@@ -105,7 +105,7 @@ describe('bounded per-user state', () => {
     expect(remembered).toBeLessThanOrEqual(60);
     expect(remembered).toBeGreaterThanOrEqual(30);
     // One value per board: the latest monthly run and the one before it, not one per run.
-    expect(Object.keys(await t.deps.redis.hgetall(t.deps.keys.user('veteran').boards))).toHaveLength(2);
+    expect(Object.keys(await userPart(t.deps.redis, t.deps.keys, 'veteran', 'boards'))).toHaveLength(2);
     expect(bytes).toBeLessThanOrEqual(MAX_USER_BYTES);
 
     // A user's rank history lives in Postgres (recorded from the board's change stream), not in Redis.
@@ -145,34 +145,6 @@ describe('bounded per-user state', () => {
 
     await drain(t);
     expect((await verifyState(t.deps)).differences).toEqual([]);
-  });
-
-  it('folds the per-period fields of the previous layout into the bounded history on the next write', async () => {
-    const base = Date.parse('2025-09-01T12:00:00Z');
-    t.clock.set(base);
-    expect((await send('legacy-user', 1)).status).toBe(201);
-    const key = t.deps.keys.user('legacy-user').streak;
-    const h = await t.deps.redis.hgetall(key);
-    const today = Math.floor(base / DAY);
-    // What the previous version stored: one field per period, and no hist.
-    await t.deps.redis.del(t.deps.keys.user('legacy-user').streakHistory);
-    await t.deps.redis.hset(
-      key,
-      `h:${h.epoch}:${today}`,
-      '1|0|0',
-      `h:${Number(h.epoch) - 1}:${today - 5}`,
-      '9|0|0',
-    );
-    const before = await t.api('GET', '/v1/users/legacy-user/streak?historyPeriods=3');
-    expect(before.body.streakHistory.map((p: { length: number }) => p.length)).toEqual([0, 0, 1]);
-
-    t.clock.set(base + DAY);
-    expect((await send('legacy-user', 1)).body.currentStreak.length).toBe(2);
-    const after = await t.deps.redis.hgetall(key);
-    expect(Object.keys(after).filter((f) => f.startsWith('h:'))).toEqual([]);
-    expect(await t.deps.redis.get(t.deps.keys.user('legacy-user').streakHistory)).toBe(
-      `${today}:1,${today + 1}:2`,
-    );
   });
 });
 

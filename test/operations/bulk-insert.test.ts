@@ -127,6 +127,16 @@ describe('bulkInsert', () => {
       sql`on conflict (id) do update set t = excluded.t`,
     );
     expect((await conn.sql`select t from bulk_t where id = ${id}`)[0]!.t).toBe('third');
+    // The tail is statement text: a value in it would be a parameter, which the prepared text cannot carry.
+    await expect(
+      bulkInsert(
+        conn.db,
+        'bulk_t',
+        columns,
+        [{ id, t: 'x' }],
+        sql`on conflict (id) do update set t = ${'x'}`,
+      ),
+    ).rejects.toThrow(/no parameters/);
   });
 
   it('writes nothing for no rows, and 2,000 rows in one statement', async () => {
@@ -139,5 +149,34 @@ describe('bulkInsert', () => {
     const [c] =
       await conn.sql`select count(*)::int as n, sum(i4)::int as s from bulk_t where id >= '10000000-0000-4000-8000-000000000000'`;
     expect(c).toEqual({ n: 2000, s: (1999 * 2000) / 2 });
+  });
+  it('writes epoch milliseconds as the exact timestamptz, and runs as one prepared statement per shape', async () => {
+    await conn.db.execute(sql`create table bulk_ms (id int4 primary key, at timestamptz)`);
+    const msColumns: Array<BulkColumn<{ id: number; at: number | null }>> = [
+      { column: 'id', type: 'int4', value: (r) => r.id },
+      { column: 'at', type: 'epoch_ms', value: (r) => r.at },
+    ];
+    const instants = [Date.parse('2026-11-24T03:04:05.678Z'), 0, -86_400_001, 7_258_118_399_999];
+    await bulkInsert(
+      conn.db,
+      'bulk_ms',
+      msColumns,
+      instants.map((at, id) => ({ id, at })),
+    );
+    await bulkInsert(conn.db, 'bulk_ms', msColumns, [{ id: 9, at: null }]);
+    const got = await conn.sql<Array<{ id: number; iso: string | null }>>`
+      select id, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as iso from bulk_ms order by id`;
+    expect(got).toEqual([
+      ...instants.map((at, id) => ({ id, iso: new Date(at).toISOString() })),
+      { id: 9, iso: null },
+    ]);
+    // The same statement again is a named prepared statement of the connection (one per shape).
+    const [p] = await conn.db.transaction(async (tx) => {
+      await bulkInsert(tx, 'bulk_ms', msColumns, [{ id: 10, at: 1 }]);
+      return tx.execute(
+        sql`select count(*)::int as n from pg_prepared_statements where statement like 'insert into "bulk_ms"%'`,
+      );
+    });
+    expect(p).toEqual({ n: 1 });
   });
 });

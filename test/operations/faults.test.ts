@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { userField } from '../../src/redis/user-hash';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,8 +141,9 @@ describe('fault injection', () => {
     expect(results.at(-1)!.status).toBe(201);
     const keys = new Keys(t.prefix, 16);
     const metricId = t.deps.catalog.snapshot.metricsByKey.get('m')!.id;
-    for (const r of ok) expect(await t.deps.redis.hget(keys.user(r.user).metrics, metricId)).toBe('1000000');
-    for (const r of failed) expect(await t.deps.redis.exists(keys.user(r.user).profile)).toBe(0);
+    for (const r of ok)
+      expect(await t.deps.redis.hget(keys.user(r.user).hash, userField('metrics', metricId))).toBe('1000000');
+    for (const r of failed) expect(await t.deps.redis.exists(keys.user(r.user).hash)).toBe(0);
   }, 40_000);
 
   it('keeps every acknowledged event when the process is killed with SIGKILL under load', async () => {
@@ -215,7 +217,8 @@ describe('fault injection', () => {
     const redis = new Redis(redisUrl);
     cleanups.push(() => redis.disconnect());
     if (!clusterNodes)
-      for (const u of acked) expect(await redis.hget(keys.user(u).metrics, metricId)).toBe('1000000');
+      for (const u of acked)
+        expect(await redis.hget(keys.user(u).hash, userField('metrics', metricId))).toBe('1000000');
     const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     cleanups.push(() => sql.end({ timeout: 1 }));
     await until('history caught up', async () => {

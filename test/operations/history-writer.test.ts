@@ -1,4 +1,5 @@
 import { count, eq, sum } from 'drizzle-orm';
+import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { achievementCompletions, events, pointsAwards, streakPeriods, users } from '../../src/db/schema';
 import { createDb } from '../../src/db/client';
@@ -82,12 +83,12 @@ describe('history writer', () => {
         .from(events)
         .where(eq(events.userId, user));
       expect(Number(row!.s) / 1e6).toBeCloseTo(total, 6);
-      expect(Number(await t.deps.redis.hget(k.metrics, metricId))).toBe(Number(row!.s));
+      expect(Number(await t.deps.redis.hget(k.hash, userField('metrics', metricId)))).toBe(Number(row!.s));
       const [aw] = await t.deps.db
         .select({ s: sum(pointsAwards.awarded) })
         .from(pointsAwards)
         .where(eq(pointsAwards.userId, user));
-      expect(Number(aw!.s)).toBe(Number(await t.deps.redis.hget(k.points, systemId)));
+      expect(Number(aw!.s)).toBe(Number(await t.deps.redis.hget(k.hash, userField('points', systemId))));
       const completions = await t.deps.db
         .select()
         .from(achievementCompletions)

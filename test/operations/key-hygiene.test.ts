@@ -84,7 +84,7 @@ describe('key hygiene', () => {
       JSON.stringify({ user: { id: 'admin-as-app' }, value: 1 }),
     );
     expect(adminEvent.status).toBe(401);
-    expect(await t.deps.redis.exists(t.deps.keys.user('admin-as-app').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('admin-as-app').hash)).toBe(0);
     const appCreatesKey = await call(
       'POST',
       '/admin/v1/api-keys',

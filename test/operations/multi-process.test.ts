@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { userField } from '../../src/redis/user-hash';
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
 import postgres from 'postgres';
@@ -144,8 +145,8 @@ describe('two API and two worker processes on Redis Cluster', () => {
       const keys = new Keys(prefix, 16);
       for (let i = 0; i < users; i++) {
         const u = keys.user(`u${i}`);
-        expect(Number(await redis.hget(u.metrics, metricId))).toBe((i + 1) * 1_000_000);
-        expect(Number(await redis.hget(u.points, systemId))).toBe((i + 1) * 2);
+        expect(Number(await redis.hget(u.hash, userField('metrics', metricId)))).toBe((i + 1) * 1_000_000);
+        expect(Number(await redis.hget(u.hash, userField('points', systemId)))).toBe((i + 1) * 2);
       }
     } finally {
       redis.disconnect();

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
+import { userField } from '../../src/redis/user-hash';
 import { rebuildState } from '../../src/rebuild/rebuild';
 import { verifyState } from '../../src/rebuild/verify';
 import { createTestServer, type TestServer } from '../helpers/server';
@@ -62,13 +64,13 @@ describe('rebuild and verify-state', () => {
 
   it('verify-state reports a tampered total, award list, streak and ranking', async () => {
     const k = t.deps.keys.user('rb-2');
-    const metrics = await t.deps.redis.hgetall(k.metrics);
+    const metrics = await userPart(t.deps.redis, t.deps.keys, 'rb-2', 'metrics');
     const [mid, total] = Object.entries(metrics)[0]!;
-    const streakLen = await t.deps.redis.hget(k.streak, 'length');
-    const sys = (await t.deps.redis.hkeys(k.points))[0]!;
+    const streakLen = await t.deps.redis.hget(k.hash, userField('streak', 'length'));
+    const sys = Object.keys(await userPart(t.deps.redis, t.deps.keys, 'rb-2', 'points'))[0]!;
     const award = (await t.deps.redis.lindex(k.awards(sys), 0))!;
-    await t.deps.redis.hset(k.metrics, mid, String(Number(total) + 1));
-    await t.deps.redis.hset(k.streak, 'length', '99');
+    await t.deps.redis.hset(k.hash, userField('metrics', mid), String(Number(total) + 1));
+    await t.deps.redis.hset(k.hash, userField('streak', 'length'), '99');
     await t.deps.redis.lset(k.awards(sys), 0, award.replace('"awarded":', '"awarded":1'));
     const { differences } = await verifyState(t.deps);
     expect(differences).toEqual(
@@ -78,8 +80,8 @@ describe('rebuild and verify-state', () => {
         expect.objectContaining({ userId: 'rb-2', what: `awards:${sys}[0]`, postgres: award }),
       ]),
     );
-    await t.deps.redis.hset(k.metrics, mid, total);
-    await t.deps.redis.hset(k.streak, 'length', streakLen!);
+    await t.deps.redis.hset(k.hash, userField('metrics', mid), total);
+    await t.deps.redis.hset(k.hash, userField('streak', 'length'), streakLen!);
     await t.deps.redis.lset(k.awards(sys), 0, award);
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });

@@ -21,7 +21,7 @@ beforeAll(async () => {
     { key: 'device', name: 'Device', type: 'event' },
   ]);
   // One user known only to Redis (not yet written to history), one only to Postgres.
-  await t.deps.redis.hset(t.deps.keys.user('redis-user').profile, 'tz', 'UTC');
+  await t.deps.redis.hset(t.deps.keys.user('redis-user').hash, 'tz', 'UTC');
   await t.deps.db.insert(users).values({ id: 'pg-user' });
 });
 afterAll(async () => t.close());

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userPart } from '../helpers/user-hash';
+import { userField } from '../../src/redis/user-hash';
 import { HistoryWriter } from '../../src/workers/history-writer';
 import { historyHooks } from '../../src/workers/index';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -74,6 +76,79 @@ describe('points webhooks are built from the configuration at commit', () => {
       newLevel: { id: lvl.id, key: 'bronze', name: 'Bronze', points: 10 },
       points: { key: 'commit-a', total: 10 },
     });
+  });
+
+  // A system with a metric trigger (10 points per unit) and a x2 boost running today, both edited or
+  // archived right after the requests below, before the history writer builds their webhooks.
+  async function boosted(key: string) {
+    const s = await system(key);
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    const [trigger] = await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 10, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    const [boost] = await adminCreate(t, `/points/${s.id}/boosts`, [
+      { name: 'Double', start: '2025-03-09', end: '2025-03-12', multiplier: 2, rounding: 'down' },
+    ]);
+    await writer.drainOnce();
+    return { s, trigger, boost };
+  }
+
+  const committedAward = (trigger: any, boost: any) => ({
+    awarded: 20,
+    total: 20,
+    trigger: { ...trigger, points: 10, status: 'active' },
+    boosts: [
+      {
+        id: boost.id,
+        name: 'Double',
+        status: 'active',
+        start: '2025-03-09',
+        end: '2025-03-12',
+        multiplier: 2,
+        rounding: 'down',
+      },
+    ],
+  });
+
+  it('describes the award trigger and boosts as committed when both are edited before the history is written', async () => {
+    const { s, trigger, boost } = await boosted('commit-tb');
+    const u = uid();
+    const r = await event('lessons', u, 1);
+    const { id: _id, date: _date, ...answered } = r.body.points['commit-tb'].awards[0];
+    expect(answered).toMatchObject(committedAward(trigger, boost));
+    // Another user's award through a batch (ops of several users share a script call).
+    const v = uid();
+    const b = await t.admin('POST', '/metrics/events', [
+      { key: 'quiz', user: { id: uid() }, value: 1 },
+      { key: 'lessons', user: { id: v }, value: 1 },
+    ]);
+    expect(b.status).toBe(202);
+    const edits = await Promise.all([
+      t.admin('PATCH', `/points/${s.id}/triggers`, [{ id: trigger.id, points: 99 }]),
+      t.admin('PATCH', `/points/${s.id}/boosts`, [
+        { id: boost.id, name: 'Triple', multiplier: 3, end: '2025-03-10' },
+      ]),
+    ]);
+    expect(edits.map((e) => e.status)).toEqual([200, 200]);
+    expect(t.deps.catalog.snapshot.triggersById.get(trigger.id)?.points).toBe(99);
+    for (const user of [u, v]) {
+      const changed = (await hooks(user, 'points.changed')).filter((h) => h.points.key === 'commit-tb');
+      expect(changed).toHaveLength(1);
+      expect(changed[0].points.awards).toHaveLength(1);
+      expect(changed[0].points.awards[0]).toMatchObject(committedAward(trigger, boost));
+      expect(changed[0].points.awards[0].trigger).toEqual(answered.trigger);
+    }
+  });
+
+  it('describes the award trigger and boosts as committed when both are deleted before the history is written', async () => {
+    const { s, trigger, boost } = await boosted('commit-tc');
+    const u = uid();
+    expect((await event('lessons', u, 1)).status).toBe(201);
+    await t.admin('DELETE', `/points/${s.id}/boosts?ids=${boost.id}`);
+    await t.admin('DELETE', `/points/${s.id}/triggers?ids=${trigger.id}`);
+    const changed = (await hooks(u, 'points.changed')).filter((h) => h.points.key === 'commit-tc');
+    expect(changed).toHaveLength(1);
+    expect(changed[0].points.awards[0]).toMatchObject(committedAward(trigger, boost));
   });
 
   it('sends no level webhook for events that ran before the level existed', async () => {
@@ -164,18 +239,20 @@ describe('points totals are bounded like metric totals', () => {
     ]);
     const u = uid();
     expect((await event('lessons', u, 9)).body.points.huge.total).toBe(8_999_999_991);
-    const before = await t.deps.redis.hgetall(t.deps.keys.user(u).metrics);
+    const before = await userPart(t.deps.redis, t.deps.keys, u, 'metrics');
     const r = await event('lessons', u, 1);
     expect([r.status, r.body]).toEqual([
       422,
       { error: 'The event would carry a points total beyond 9007199254' },
     ]);
-    expect(await t.deps.redis.hgetall(t.deps.keys.user(u).metrics)).toEqual(before);
-    expect(Number(await t.deps.redis.hget(t.deps.keys.user(u).points, s.id))).toBe(8_999_999_991);
+    expect(await userPart(t.deps.redis, t.deps.keys, u, 'metrics')).toEqual(before);
+    expect(Number(await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('points', s.id)))).toBe(
+      8_999_999_991,
+    );
     // Nothing was written for a new user either.
     const fresh = uid();
     expect((await event('lessons', fresh, 10)).status).toBe(422);
-    expect(await t.deps.redis.exists(t.deps.keys.user(fresh).profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user(fresh).hash)).toBe(0);
     await t.admin('DELETE', `/points?ids=${s.id}`);
   });
 });

@@ -1,4 +1,5 @@
 import { TrophyApiClient } from '@trophyso/node';
+import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
@@ -14,8 +15,9 @@ const event = async (id: string) => {
   return r.body;
 };
 const streakLength = async (id: string) =>
-  Number(await t.deps.redis.hget(t.deps.keys.user(id).streak, 'length'));
-const freezes = async (id: string) => Number(await t.deps.redis.hget(t.deps.keys.user(id).streak, 'freezes'));
+  Number(await t.deps.redis.hget(t.deps.keys.user(id).hash, userField('streak', 'length')));
+const freezes = async (id: string) =>
+  Number(await t.deps.redis.hget(t.deps.keys.user(id).hash, userField('streak', 'freezes')));
 
 beforeAll(async () => {
   t = await createTestServer({ now: '2025-01-01T12:00:00Z' });
@@ -94,7 +96,7 @@ describe('grant freezes', () => {
       ],
     });
     expect(await freezes('a')).toBe(2);
-    expect(await t.deps.redis.exists(t.deps.keys.user('ghost').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('ghost').hash)).toBe(0);
     const none = await t.admin('POST', '/streaks/freezes', { freezes: [{ userId: 'a' }] });
     expect(none.status).toBe(200);
     expect(none.body.issues).toHaveLength(1);

@@ -16,7 +16,7 @@ beforeAll(async () => {
       { id: 'ahead', tz: 'Pacific/Kiritimati' },
     ]);
   // A user known only to Redis (not yet copied to Postgres by the history writer).
-  await t.deps.redis.hset(t.deps.keys.user('redis-only').profile, 'tz', 'Pacific/Pago_Pago');
+  await t.deps.redis.hset(t.deps.keys.user('redis-only').hash, 'tz', 'Pacific/Pago_Pago');
 });
 afterAll(async () => t.close());
 beforeEach(() => t.clock.set(NOW));

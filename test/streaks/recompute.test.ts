@@ -1,5 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { computeStreak } from '../../src/services/streak-recompute';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { updateStreakSettings } from '../../src/admin/streak-settings';
+import { computeStreak, STREAK_EPOCH_LEASE_MS } from '../../src/services/streak-recompute';
+import { Scheduler } from '../../src/workers/scheduler';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard, send, standings } from '../helpers/leaderboards';
 
@@ -90,5 +92,80 @@ describe('streak settings changes', () => {
     expect((await streakOf('rc-new')).rank).toBe(1);
     expect(await active()).toEqual([['rc-new', 1]]);
     expect(await standings(t, board.key)).toEqual([['rc-new', 1]]);
+  });
+});
+
+describe('a crash between a streak settings commit and its recompute', () => {
+  const epochMarker = () =>
+    t.deps.redis.hget(t.deps.keys.sched.done, `sr|${t.deps.catalog.snapshot.streak.epoch}`);
+  const expectAllRanked = async (board: { key: string }, users: string[], length: number) => {
+    await t.settle();
+    expect(await active()).toEqual(expect.arrayContaining(users.map((u) => [u, length])));
+    const ranked = await standings(t, board.key);
+    expect(ranked).toEqual(expect.arrayContaining(users.map((u) => [u, length])));
+    expect(ranked.every(([, v]) => v === length)).toBe(true);
+    // Done once: the marker is gone.
+    expect(await epochMarker()).toBeNull();
+  };
+  const streakBoard = async () =>
+    (await t.admin('GET', '/leaderboards?limit=100')).body.find((b: any) => b.rankBy === 'streak');
+
+  it('is finished by a scheduler pass once the committing process stops beating its marker', async () => {
+    const board = await streakBoard();
+    t.clock.set(day(15));
+    await send(t, m.key, 'rc-k1', 1);
+    await send(t, m.key, 'rc-k2', 1);
+    t.clock.set(day(16));
+    await send(t, m.key, 'rc-k1', 1);
+    await t.settle();
+    expect((await streakOf('rc-k1')).length).toBe(2);
+
+    // The process dies in the recompute, after the settings committed: its calls never come back.
+    // (Called below the route: a dead process would also have released the admin write lock.)
+    const recompute = vi
+      .spyOn(t.deps.redis, 'recomputeStreak')
+      .mockImplementation(() => new Promise<never>(() => {}));
+    void updateStreakSettings(t.deps, { frequency: 'weekly' });
+    await vi.waitFor(() => expect(recompute).toHaveBeenCalled());
+    recompute.mockRestore();
+    expect((await t.admin('GET', '/streaks/settings')).body.frequency).toBe('weekly');
+    expect((await streakOf('rc-k1')).length).toBe(0);
+
+    const scheduler = new Scheduler(t.deps);
+    // While its heartbeat is fresh, the work is left to the committing process.
+    t.clock.advance(STREAK_EPOCH_LEASE_MS - 1000);
+    await scheduler.runOnce();
+    expect((await streakOf('rc-k1')).length).toBe(0);
+    // Then a scheduler pass of any process takes it over.
+    t.clock.advance(2000);
+    await scheduler.runOnce();
+    // One ISO week (10-16 March) met by each.
+    expect(await streakOf('rc-k1')).toMatchObject({ length: 1, started: '2025-03-15' });
+    expect((await streakOf('rc-k2')).length).toBe(1);
+    await expectAllRanked(board, ['rc-k1', 'rc-k2', 'rc-new'], 1);
+  });
+
+  it('answers the committed change when the recompute fails, and the next scheduler pass does it', async () => {
+    const board = await streakBoard();
+    const recompute = vi
+      .spyOn(t.deps.redis, 'recomputeStreak')
+      .mockRejectedValue(new Error('Connection is closed.'));
+    const r = await t.admin('PATCH', '/streaks/settings', { frequency: 'daily' });
+    recompute.mockRestore();
+    expect(r).toMatchObject({ status: 200, body: { frequency: 'daily' } });
+    expect((await streakOf('rc-k1')).length).toBe(0);
+    await new Scheduler(t.deps).runOnce();
+    expect(await streakOf('rc-k1')).toMatchObject({ length: 2, started: '2025-03-15' });
+    expect((await streakOf('rc-k2')).length).toBe(1);
+    await t.settle();
+    expect((await active()).slice(0, 2)).toEqual([
+      ['rc-k1', 2],
+      ['rc-k2', 1],
+    ]);
+    expect((await standings(t, board.key)).slice(0, 2)).toEqual([
+      ['rc-k1', 2],
+      ['rc-k2', 1],
+    ]);
+    expect(await epochMarker()).toBeNull();
   });
 });

@@ -1,4 +1,5 @@
 import { and, asc, eq } from 'drizzle-orm';
+import { userPart } from '../helpers/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streakPeriods, webhookDeliveries } from '../../src/db/schema';
 import { HistoryWriter } from '../../src/workers/history-writer';
@@ -28,7 +29,7 @@ async function hooks(type?: string) {
   return rows.map((r) => ({ type: r.type, payload: r.payload as any, eventId: r.eventId }));
 }
 
-const streakHash = (user: string) => t.deps.redis.hgetall(t.deps.keys.user(user).streak);
+const streakHash = (user: string) => userPart(t.deps.redis, t.deps.keys, user, 'streak');
 
 async function ranked(user: string) {
   const keys = (await t.redisKeys()).filter((k) => k.includes(`{lb:${boardId}}`) && k.includes(':g:'));

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userField } from '../../src/redis/user-hash';
 import { periodIndex } from '../../src/engine/periods';
 import { runUserOp } from '../../src/services/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -68,7 +69,7 @@ describe('background and admin user ops', () => {
     await expect(
       runUserOp(t.deps, { kind: 'grant', user: { id: 'nobody' }, triggerIds: [timeTrigger], at: slot }),
     ).rejects.toThrow('User not found');
-    expect(await t.deps.redis.exists(t.deps.keys.user('nobody').profile)).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.user('nobody').hash)).toBe(0);
   });
 
   it('backdates an achievement once, without errors for users who do not qualify', async () => {
@@ -122,7 +123,9 @@ describe('background and admin user ops', () => {
     expect(r.totalMicros).toBe(3_000_000);
     expect(r.streak.length).toBe(1);
     expect(await t.deps.redis.xlen(outbox)).toBe(before);
-    expect(await t.deps.redis.hget(t.deps.keys.user('replayed').metrics, metricId)).toBe('3000000');
+    expect(await t.deps.redis.hget(t.deps.keys.user('replayed').hash, userField('metrics', metricId))).toBe(
+      '3000000',
+    );
     // The same op through live deps is recorded.
     await runUserOp(t.deps, { kind: 'event', metricId, user: { id: 'replayed' }, valueMicros: 1_000_000 });
     expect(await t.deps.redis.xlen(outbox)).toBe(before + 1);

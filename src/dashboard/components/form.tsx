@@ -1,4 +1,4 @@
-import type { FC, PropsWithChildren } from 'hono/jsx';
+import type { Child, FC, PropsWithChildren } from 'hono/jsx';
 import { Csrf, FormError, type FormState, Input } from '../ui';
 
 /** A dashboard form: posts to `action` with the CSRF token, shows the form error, ends with its submit button. */
@@ -13,6 +13,27 @@ export const PostForm: FC<
       <button type="submit">{p.submit}</button>
     </div>
   </form>
+);
+
+/** A card that creates one resource: its heading over a PostForm of the fields (children), then `below`. */
+export const CreateCard: FC<
+  PropsWithChildren<{
+    title: string;
+    action: string;
+    csrf: string;
+    form: FormState;
+    submit: string;
+    id?: string;
+    below?: Child;
+  }>
+> = (p) => (
+  <div class="card">
+    <h2>{p.title}</h2>
+    <PostForm action={p.action} csrf={p.csrf} form={p.form} submit={p.submit} id={p.id}>
+      {p.children}
+    </PostForm>
+    {p.below ?? null}
+  </div>
 );
 
 /** The name and key fields every keyed resource starts with; `placeholders` are [name, key]. */

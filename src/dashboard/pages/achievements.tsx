@@ -5,7 +5,7 @@ import { achievementCompletions, userCount } from '../data';
 import { attempt, checked, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
-import { NameKeyInputs, PostForm } from '../components/form';
+import { CreateCard, NameKeyInputs } from '../components/form';
 import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
@@ -18,6 +18,7 @@ import {
   Status,
   TextArea,
   type FormState,
+  optionsOf,
 } from '../ui';
 
 const ACHIEVEMENT_FIELDS = [
@@ -76,7 +77,7 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
       return `Complete ${(a.achievementIds ?? []).map((id) => snap.achievementsById.get(id)?.name ?? '?').join(', ')}`;
     return 'Completed through the API';
   };
-  const metricOptions = snap.metrics.map((m) => [m.id, m.name] as [string, string]);
+  const metricOptions = optionsOf(snap.metrics);
   return (
     <Layout
       title="Achievements"
@@ -118,64 +119,62 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
           }}
         />
       </div>
-      <div class="card">
-        <h2>New achievement</h2>
-        <PostForm
-          action="/dashboard/achievements"
-          csrf={ctx.csrf}
-          form={form}
-          submit="Create achievement"
-          id="achievement-form"
-        >
-          <div class="row">
-            <NameKeyInputs form={form} placeholders={['Ten lessons', 'ten-lessons']} />
-            <Select
-              form={form}
-              name="trigger"
-              label="Completed when"
-              options={[
-                ['metric', 'A metric total is reached'],
-                ['streak', 'A streak length is reached'],
-                ['achievement', 'Other achievements are completed'],
-                ['api', 'The API completes it'],
-              ]}
-            />
-          </div>
-          <div class="row">
-            <Select
-              form={form}
-              name="metricId"
-              label="Metric (metric trigger)"
-              options={metricOptions}
-              blank="Choose a metric"
-            />
-            <Input form={form} name="metricValue" label="Total to reach" type="text" placeholder="10" />
-            <Input
-              form={form}
-              name="streakLength"
-              label="Streak length (streak trigger)"
-              type="text"
-              placeholder="7"
-            />
-          </div>
+      <CreateCard
+        title="New achievement"
+        action="/dashboard/achievements"
+        csrf={ctx.csrf}
+        form={form}
+        submit="Create achievement"
+        id="achievement-form"
+      >
+        <div class="row">
+          <NameKeyInputs form={form} placeholders={['Ten lessons', 'ten-lessons']} />
           <Select
             form={form}
-            name="achievementIds"
-            label="Prerequisites (achievement trigger)"
-            multiple
-            options={snap.achievements.map((a) => [a.id, a.name] as [string, string])}
+            name="trigger"
+            label="Completed when"
+            options={[
+              ['metric', 'A metric total is reached'],
+              ['streak', 'A streak length is reached'],
+              ['achievement', 'Other achievements are completed'],
+              ['api', 'The API completes it'],
+            ]}
           />
-          <div class="row">
-            <TextArea form={form} name="description" label="Description" />
-            <Input form={form} name="badge" label="Badge URL" placeholder="https://…" />
-          </div>
-          <Checkbox
+        </div>
+        <div class="row">
+          <Select
             form={form}
-            name="activate"
-            label="Activate now (completes it for users who already qualify)"
+            name="metricId"
+            label="Metric (metric trigger)"
+            options={metricOptions}
+            blank="Choose a metric"
           />
-        </PostForm>
-      </div>
+          <Input form={form} name="metricValue" label="Total to reach" type="text" placeholder="10" />
+          <Input
+            form={form}
+            name="streakLength"
+            label="Streak length (streak trigger)"
+            type="text"
+            placeholder="7"
+          />
+        </div>
+        <Select
+          form={form}
+          name="achievementIds"
+          label="Prerequisites (achievement trigger)"
+          multiple
+          options={optionsOf(snap.achievements)}
+        />
+        <div class="row">
+          <TextArea form={form} name="description" label="Description" />
+          <Input form={form} name="badge" label="Badge URL" placeholder="https://…" />
+        </div>
+        <Checkbox
+          form={form}
+          name="activate"
+          label="Activate now (completes it for users who already qualify)"
+        />
+      </CreateCard>
     </Layout>
   );
 }

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { attempt, done, formOf, pageCtx, str } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
-import { NameKeyInputs, PostForm } from '../components/form';
+import { CreateCard, NameKeyInputs } from '../components/form';
 import { DeleteButton, Table } from '../components/table';
 import { emptyForm, type FormState, Layout, type PageCtx, Select } from '../ui';
 
@@ -42,21 +42,24 @@ async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
             )}
           />
         </div>
-        <div class="card">
-          <h2>New attribute</h2>
-          <PostForm action="/dashboard/attributes" csrf={ctx.csrf} form={form} submit="Create attribute">
-            <NameKeyInputs form={form} placeholders={['Plan', 'plan']} />
-            <Select
-              form={form}
-              name="type"
-              label="Type"
-              options={[
-                ['user', 'User attribute'],
-                ['event', 'Event attribute'],
-              ]}
-            />
-          </PostForm>
-        </div>
+        <CreateCard
+          title="New attribute"
+          action="/dashboard/attributes"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create attribute"
+        >
+          <NameKeyInputs form={form} placeholders={['Plan', 'plan']} />
+          <Select
+            form={form}
+            name="type"
+            label="Type"
+            options={[
+              ['user', 'User attribute'],
+              ['event', 'Event attribute'],
+            ]}
+          />
+        </CreateCard>
       </div>
     </Layout>
   );

@@ -17,7 +17,7 @@ import { redeliver } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull } from '../forms';
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
-import { PostForm } from '../components/form';
+import { CreateCard } from '../components/form';
 import { DeleteButton, numeric, RowActions, Table } from '../components/table';
 import {
   Checkbox,
@@ -134,28 +134,30 @@ async function webhooksPage(
           )}
         />
       </div>
-      <div class="card">
-        <h2>New endpoint</h2>
-        <PostForm action="/dashboard/webhooks" csrf={ctx.csrf} form={form} submit="Create endpoint">
-          <div class="row">
-            <Input form={form} name="url" label="URL" placeholder="https://example.com/laurel" />
-            <Input form={form} name="description" label="Description" />
+      <CreateCard
+        title="New endpoint"
+        action="/dashboard/webhooks"
+        csrf={ctx.csrf}
+        form={form}
+        submit="Create endpoint"
+      >
+        <div class="row">
+          <Input form={form} name="url" label="URL" placeholder="https://example.com/laurel" />
+          <Input form={form} name="description" label="Description" />
+        </div>
+        <div class={`field${form.errors.eventTypes ? ' bad' : ''}`} data-field="eventTypes">
+          <span class="label">Events</span>
+          <div class="checks">
+            {WEBHOOK_EVENT_TYPES.map((t) => (
+              <label class="check">
+                <input type="checkbox" name="eventTypes" value={t} checked={chosen.has(t)} /> <code>{t}</code>
+              </label>
+            ))}
           </div>
-          <div class={`field${form.errors.eventTypes ? ' bad' : ''}`} data-field="eventTypes">
-            <span class="label">Events</span>
-            <div class="checks">
-              {WEBHOOK_EVENT_TYPES.map((t) => (
-                <label class="check">
-                  <input type="checkbox" name="eventTypes" value={t} checked={chosen.has(t)} />{' '}
-                  <code>{t}</code>
-                </label>
-              ))}
-            </div>
-            {form.errors.eventTypes ? <div class="err">{form.errors.eventTypes}</div> : null}
-          </div>
-          <Checkbox form={form} name="enabled" label="Enabled" def />
-        </PostForm>
-      </div>
+          {form.errors.eventTypes ? <div class="err">{form.errors.eventTypes}</div> : null}
+        </div>
+        <Checkbox form={form} name="enabled" label="Enabled" def />
+      </CreateCard>
     </Layout>
   );
 }
@@ -294,43 +296,45 @@ async function integrationPage(
             </tbody>
           </table>
         </div>
-        <div class="card">
-          <h2>New API key</h2>
-          <PostForm
-            action="/dashboard/integration/keys"
-            csrf={ctx.csrf}
-            form={form}
-            submit="Create key"
-            id="key-form"
-          >
-            <Input form={form} name="name" label="Name" placeholder="Production backend" />
-            <Select
-              form={form}
-              name="kind"
-              label="Kind"
-              options={[
-                ['application', 'Application (/v1)'],
-                ['admin', 'Admin (/admin/v1, dashboard)'],
-              ]}
-            />
-            <Input
-              form={form}
-              name="rateLimitPerSecond"
-              label="Rate limit per second"
-              hint={`Empty = server default (${fmt(deps.config.RATE_LIMIT_PER_SECOND)})`}
-            />
-          </PostForm>
-          <h3>Send an event</h3>
-          <pre
-            class="mono"
-            style="white-space:pre-wrap;background:#f5f6f8;padding:10px;border-radius:6px;margin:0"
-          >
-            {`curl -X POST <laurel>/v1/metrics/<metric-key>/event \\
+        <CreateCard
+          title="New API key"
+          action="/dashboard/integration/keys"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create key"
+          id="key-form"
+          below={
+            <>
+              <h3>Send an event</h3>
+              <pre
+                class="mono"
+                style="white-space:pre-wrap;background:#f5f6f8;padding:10px;border-radius:6px;margin:0"
+              >
+                {`curl -X POST <laurel>/v1/metrics/<metric-key>/event \\
   -H "X-API-KEY: <application key>" \\
   -H "Content-Type: application/json" \\
   -d '{"user": {"id": "user-1"}, "value": 1}'`}
-          </pre>
-        </div>
+              </pre>
+            </>
+          }
+        >
+          <Input form={form} name="name" label="Name" placeholder="Production backend" />
+          <Select
+            form={form}
+            name="kind"
+            label="Kind"
+            options={[
+              ['application', 'Application (/v1)'],
+              ['admin', 'Admin (/admin/v1, dashboard)'],
+            ]}
+          />
+          <Input
+            form={form}
+            name="rateLimitPerSecond"
+            label="Rate limit per second"
+            hint={`Empty = server default (${fmt(deps.config.RATE_LIMIT_PER_SECOND)})`}
+          />
+        </CreateCard>
       </div>
     </Layout>
   );

@@ -9,7 +9,7 @@ import { participantCount, runGroups, userNames } from '../data';
 import { attempt, done, formOf, list, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
-import { NameKeyInputs, PostForm } from '../components/form';
+import { CreateCard, NameKeyInputs } from '../components/form';
 import { NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Empty,
@@ -24,6 +24,7 @@ import {
   Status,
   TextArea,
   every,
+  optionsOf,
 } from '../ui';
 
 const FIELDS = [
@@ -125,84 +126,74 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
           )}
         />
       </div>
-      <div class="card">
-        <h2>New leaderboard</h2>
-        <PostForm
-          action="/dashboard/leaderboards"
-          csrf={ctx.csrf}
-          form={form}
-          submit="Create leaderboard"
-          id="leaderboard-form"
-        >
-          <div class="row">
-            <NameKeyInputs form={form} placeholders={['Weekly XP', 'weekly-xp']} />
-            <Select
-              form={form}
-              name="rankBy"
-              label="Rank by"
-              options={[
-                ['points', 'Points'],
-                ['metric', 'Metric'],
-                ['streak', 'Streak'],
-              ]}
-            />
-          </div>
-          <div class="row">
-            <Select
-              form={form}
-              name="pointsSystemId"
-              label="Points system"
-              options={snap.systems.map((s) => [s.id, s.name] as [string, string])}
-              blank="—"
-            />
-            <Select
-              form={form}
-              name="metricId"
-              label="Metric"
-              options={snap.metrics.map((m) => [m.id, m.name] as [string, string])}
-              blank="—"
-            />
-            <Input form={form} name="maxParticipants" label="Max participants" placeholder="1000" />
-          </div>
-          <div class="row">
-            <Input form={form} name="start" label="Start" type="date" hint="Empty = today (UTC)" />
-            <Input form={form} name="end" label="End" type="date" hint="Empty = no end" />
-            <Select
-              form={form}
-              name="runUnit"
-              label="Repeat every"
-              options={[
-                ['day', 'day(s)'],
-                ['month', 'month(s)'],
-                ['year', 'year(s)'],
-              ]}
-              blank="Never (one run)"
-            />
-            <Input form={form} name="runInterval" label="Run length" placeholder="1" />
-          </div>
-          <div class="row">
-            <Select
-              form={form}
-              name="breakdownAttributes"
-              label="Break down by"
-              multiple
-              options={[...snap.attributesById.values()]
-                .filter((a) => a.type === 'user')
-                .map((a) => [a.id, a.name] as [string, string])}
-            />
-            <TextArea form={form} name="description" label="Description" />
-          </div>
+      <CreateCard
+        title="New leaderboard"
+        action="/dashboard/leaderboards"
+        csrf={ctx.csrf}
+        form={form}
+        submit="Create leaderboard"
+        id="leaderboard-form"
+      >
+        <div class="row">
+          <NameKeyInputs form={form} placeholders={['Weekly XP', 'weekly-xp']} />
           <Select
             form={form}
-            name="status"
-            label="Status"
+            name="rankBy"
+            label="Rank by"
             options={[
-              ['inactive', 'Create inactive'],
-              ['active', 'Create and activate'],
+              ['points', 'Points'],
+              ['metric', 'Metric'],
+              ['streak', 'Streak'],
             ]}
           />
-        </PostForm>
-      </div>
+        </div>
+        <div class="row">
+          <Select
+            form={form}
+            name="pointsSystemId"
+            label="Points system"
+            options={optionsOf(snap.systems)}
+            blank="—"
+          />
+          <Select form={form} name="metricId" label="Metric" options={optionsOf(snap.metrics)} blank="—" />
+          <Input form={form} name="maxParticipants" label="Max participants" placeholder="1000" />
+        </div>
+        <div class="row">
+          <Input form={form} name="start" label="Start" type="date" hint="Empty = today (UTC)" />
+          <Input form={form} name="end" label="End" type="date" hint="Empty = no end" />
+          <Select
+            form={form}
+            name="runUnit"
+            label="Repeat every"
+            options={[
+              ['day', 'day(s)'],
+              ['month', 'month(s)'],
+              ['year', 'year(s)'],
+            ]}
+            blank="Never (one run)"
+          />
+          <Input form={form} name="runInterval" label="Run length" placeholder="1" />
+        </div>
+        <div class="row">
+          <Select
+            form={form}
+            name="breakdownAttributes"
+            label="Break down by"
+            multiple
+            options={optionsOf([...snap.attributesById.values()].filter((a) => a.type === 'user'))}
+          />
+          <TextArea form={form} name="description" label="Description" />
+        </div>
+        <Select
+          form={form}
+          name="status"
+          label="Status"
+          options={[
+            ['inactive', 'Create inactive'],
+            ['active', 'Create and activate'],
+          ]}
+        />
+      </CreateCard>
     </Layout>
   );
 }

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps';
 import { attempt, done, formOf, pageCtx, str, strOrNull } from '../forms';
 import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
-import { NameKeyInputs, PostForm } from '../components/form';
+import { CreateCard, NameKeyInputs } from '../components/form';
 import { DeleteButton, Table } from '../components/table';
 import { emptyForm, type FormState, Input, Layout, type PageCtx, Select } from '../ui';
 
@@ -41,34 +41,32 @@ async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             )}
           />
         </div>
-        <div class="card">
-          <h2>New metric</h2>
-          <PostForm
-            action="/dashboard/metrics"
-            csrf={ctx.csrf}
+        <CreateCard
+          title="New metric"
+          action="/dashboard/metrics"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create metric"
+          id="metric-form"
+        >
+          <NameKeyInputs
             form={form}
-            submit="Create metric"
-            id="metric-form"
-          >
-            <NameKeyInputs
+            placeholders={['Lessons completed', 'lessons']}
+            keyHint="Used in the API path: letters, digits, _ and -"
+          />
+          <div class="row">
+            <Select
               form={form}
-              placeholders={['Lessons completed', 'lessons']}
-              keyHint="Used in the API path: letters, digits, _ and -"
+              name="unitType"
+              label="Unit type"
+              options={[
+                ['number', 'Number'],
+                ['currency', 'Currency'],
+              ]}
             />
-            <div class="row">
-              <Select
-                form={form}
-                name="unitType"
-                label="Unit type"
-                options={[
-                  ['number', 'Number'],
-                  ['currency', 'Currency'],
-                ]}
-              />
-              <Input form={form} name="units" label="Units" placeholder="lessons, USD…" />
-            </div>
-          </PostForm>
-        </div>
+            <Input form={form} name="units" label="Units" placeholder="lessons, USD…" />
+          </div>
+        </CreateCard>
       </div>
     </Layout>
   );

@@ -10,7 +10,7 @@ import { pointsHistogram, usersAtLeast } from '../data';
 import { attempt, done, formOf, num, pageCtx, str, strOrNull, type Values } from '../forms';
 import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
-import { NameKeyInputs, PostForm } from '../components/form';
+import { CreateCard, NameKeyInputs, PostForm } from '../components/form';
 import { DeleteButton, NameCell, numeric, RowActions, Table } from '../components/table';
 import {
   Empty,
@@ -25,6 +25,7 @@ import {
   Status,
   TextArea,
   every,
+  optionsOf,
 } from '../ui';
 
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
@@ -66,25 +67,18 @@ async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             }}
           />
         </div>
-        <div class="card">
-          <h2>New points system</h2>
-          <PostForm
-            action="/dashboard/points"
-            csrf={ctx.csrf}
-            form={form}
-            submit="Create points system"
-            id="system-form"
-          >
-            <NameKeyInputs form={form} placeholders={['XP', 'xp']} />
-            <TextArea form={form} name="description" label="Description" />
-            <Input
-              form={form}
-              name="maxPoints"
-              label="Maximum points per user"
-              hint="Leave empty for no cap"
-            />
-          </PostForm>
-        </div>
+        <CreateCard
+          title="New points system"
+          action="/dashboard/points"
+          csrf={ctx.csrf}
+          form={form}
+          submit="Create points system"
+          id="system-form"
+        >
+          <NameKeyInputs form={form} placeholders={['XP', 'xp']} />
+          <TextArea form={form} name="description" label="Description" />
+          <Input form={form} name="maxPoints" label="Maximum points per user" hint="Leave empty for no cap" />
+        </CreateCard>
       </div>
     </Layout>
   );
@@ -266,19 +260,13 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
             />
           </div>
           <div class="row">
-            <Select
-              form={tf}
-              name="metricId"
-              label="Metric"
-              options={snap.metrics.map((m) => [m.id, m.name] as [string, string])}
-              blank="—"
-            />
+            <Select form={tf} name="metricId" label="Metric" options={optionsOf(snap.metrics)} blank="—" />
             <Input form={tf} name="metricThreshold" label="Every (metric total)" placeholder="1" />
             <Select
               form={tf}
               name="achievementId"
               label="Achievement"
-              options={snap.achievements.map((a) => [a.id, a.name] as [string, string])}
+              options={optionsOf(snap.achievements)}
               blank="—"
             />
           </div>

@@ -5,6 +5,7 @@ import { parseDocument } from '../../config-as-code/document';
 import { exportDocument } from '../../config-as-code/items';
 import type { Deps } from '../../deps';
 import { AppError } from '../../errors';
+import { isUuid } from '../../admin/resource';
 import type { SimulationReport } from '../../simulations/report';
 import {
   cancelSimulation,
@@ -22,8 +23,6 @@ import { Table } from '../components/table';
 import { Csrf, Empty, Layout, type PageCtx, Stat, Status, fmt, when } from '../ui';
 
 const PATH = '/dashboard/simulations';
-
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
 
 const statusOf = (r: SimulationRecord) =>
   r.status === 'done' ? 'active' : r.status === 'running' ? 'scheduled' : 'inactive';
@@ -45,6 +44,20 @@ const Sides: FC<{ current: Child; draft: Child; title?: string }> = (p) => (
 /** The same chart (or table) of the current configuration and of the draft, side by side. */
 const BothSides: FC<{ title?: string; show: (side: 'current' | 'draft') => Child }> = (p) => (
   <Sides title={p.title} current={p.show('current')} draft={p.show('draft')} />
+);
+
+/** The same bar chart of the current configuration and of the draft, side by side. */
+const BothCharts: FC<{
+  title: string;
+  unit: string;
+  width: number;
+  height?: number;
+  bars: (side: 'current' | 'draft') => Array<{ label: string; value: number }>;
+}> = (p) => (
+  <BothSides
+    title={p.title}
+    show={(side) => <BarChart width={p.width} height={p.height} unit={p.unit} bars={p.bars(side)} />}
+  />
 );
 
 const delta = (a: number | null, b: number | null) => {
@@ -101,26 +114,20 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
           {fmt(p.distribution.draft?.percentiles.p90 ?? null)}, max {fmt(p.distribution.current?.max ?? null)}{' '}
           → {fmt(p.distribution.draft?.max ?? null)}
         </p>
-        <BothSides
+        <BothCharts
           title="Users by total"
-          show={(side) => (
-            <BarChart
-              width={420}
-              unit="users by total"
-              bars={p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h[side] }))}
-            />
-          )}
+          width={420}
+          unit="users by total"
+          bars={(side) =>
+            p.histogram.map((h) => ({ label: h.to === 0 ? '0' : `≤${fmt(h.to)}`, value: h[side] }))
+          }
         />
         {p.awardsPerDay.length ? (
-          <BothSides
+          <BothCharts
             title="Points awarded per day (UTC)"
-            show={(side) => (
-              <BarChart
-                width={420}
-                unit="points awarded per day"
-                bars={p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d[side] }))}
-              />
-            )}
+            width={420}
+            unit="points awarded per day"
+            bars={(side) => p.awardsPerDay.map((d) => ({ label: d.date.slice(5), value: d[side] }))}
           />
         ) : null}
         <Table
@@ -184,19 +191,17 @@ const Report: FC<{ r: SimulationReport }> = ({ r }) => (
       </div>
       <div class="card">
         <h3>Streak lengths</h3>
-        <BothSides
+        <BothCharts
           title="Users by streak length"
-          show={(side) => (
-            <BarChart
-              width={300}
-              height={150}
-              unit="users by streak length"
-              bars={r.streaks.histogram.map((h) => ({
-                label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
-                value: h[side],
-              }))}
-            />
-          )}
+          width={300}
+          height={150}
+          unit="users by streak length"
+          bars={(side) =>
+            r.streaks.histogram.map((h) => ({
+              label: h.to === null ? `${h.from}+` : h.from === h.to ? `${h.from}` : `${h.from}-${h.to}`,
+              value: h[side],
+            }))
+          }
         />
       </div>
     </div>

@@ -23,6 +23,7 @@ import {
   Select,
   Stat,
   type FormState,
+  optionsOf,
 } from '../ui';
 
 const STREAK_FIELDS = [
@@ -86,7 +87,7 @@ async function streaksPage(deps: Deps, ctx: PageCtx, form: FormState | null) {
     _loaded: 'yes',
   };
   const f: FormState = { values, errors: form?.errors ?? {}, formError: form?.formError };
-  const metricOptions = deps.catalog.snapshot.metrics.map((m) => [m.id, m.name] as [string, string]);
+  const metricOptions = optionsOf(deps.catalog.snapshot.metrics);
   return (
     <Layout
       title="Streaks"

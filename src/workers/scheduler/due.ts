@@ -1,6 +1,7 @@
 // What the scheduler's jobs share: the due indexes' members, claiming due members, the once-markers,
 // and the rules that say when a per-user schedule is next due.
 import type { Snapshot } from '../../catalog/snapshot';
+import { userField } from '../../redis/user-hash';
 import type { Deps } from '../../deps';
 
 const HOUR = 3_600_000;
@@ -80,10 +81,7 @@ export async function nextSlot(
   every: number,
 ): Promise<number | null> {
   const uk = deps.keys.user(userId);
-  const [created, last] = await Promise.all([
-    deps.redis.hget(uk.profile, 'created'),
-    deps.redis.hget(uk.counters, field),
-  ]);
+  const [created, last] = await deps.redis.hmget(uk.hash, 'created', userField('counters', field));
   if (created === null) return null;
   const anchor = Math.max(Number(created), since);
   const lastSlot = last === null ? 0 : Number(last);

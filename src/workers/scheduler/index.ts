@@ -19,7 +19,7 @@
 //
 // One file per job; due.ts holds what they share (claiming, markers, slots).
 import type { Deps } from '../../deps';
-import { retryStreakRecomputes } from '../../services/streak-recompute';
+import { resumeStreakEpoch, retryStreakRecomputes } from '../../services/streak-recompute';
 import { observeSchedulerPass } from '../../metrics/hooks';
 import { drainBoardChanges } from '../board-changes';
 import { Runner, warnAndCount } from '../runner';
@@ -68,6 +68,7 @@ export class Scheduler extends Runner {
     const { deps } = this.ctx;
     const started = performance.now();
     await enqueueActivations(deps);
+    await resumeStreakEpoch(deps);
     await retryStreakRecomputes(deps);
     const boostEvents = await boosts(deps);
     const runs = await leaderboardRuns(deps);

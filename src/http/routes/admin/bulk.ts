@@ -1,12 +1,11 @@
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
 import { z } from '../../../zod';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
 import { type BulkResource, isUuid, type Scope } from '../../../admin/resource';
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest, notFoundNamed, unprocessable } from '../../../errors';
-import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { adminRoutes, errorResponse, jsonContent, jsonResponse, mount, type RoutesApp } from '../../openapi';
 import { queryInt, queryList, queryOne, readJson } from '../../validate';
 
 /** Reads a JSON array body of 1..max items: not JSON or not an array → 400; empty or too long → 422. */
@@ -50,30 +49,52 @@ function issueFrom(err: unknown, where: { index?: number; id?: string }): AdminI
 }
 
 /**
- * Mounts list, get, bulk create, bulk update and bulk delete for one resource at `path`
- * (relative to /admin/v1) and documents them.
+ * Writes each input on its own, as one audited admin write: what `write` returns for those that
+ * succeed, and an issue (at `where`) for each refused one; the configuration change is published
+ * when any succeeded. An error that is not an ItemIssue propagates.
  */
-export function mountBulk<Out>(
-  app: Hono<AppEnv>,
+async function writeEach<In, Res>(
   deps: Deps,
-  registry: OpenAPIRegistry,
-  path: string,
-  r: BulkResource<Out>,
-): void {
+  inputs: readonly In[],
+  where: (input: In, index: number) => { index?: number; id?: string },
+  write: (input: In) => Promise<Res>,
+): Promise<{ written: Res[]; issues: AdminIssue[] }> {
+  const written: Res[] = [];
+  const issues: AdminIssue[] = [];
+  await recordAdminWrite(deps, async () => {
+    for (const [index, input] of inputs.entries()) {
+      try {
+        written.push(await write(input));
+      } catch (err) {
+        issues.push(issueFrom(err, where(input, index)));
+      }
+    }
+    if (written.length) await deps.catalog.changed();
+  });
+  return { written, issues };
+}
+
+/** The `id` of an update item, when it has a string one. */
+const itemId = (item: unknown): string | undefined =>
+  typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
+
+/**
+ * Mounts list, get, bulk create, bulk update and bulk delete for one resource at `path`
+ * (relative to /admin/v1, Hono style: `/points/:systemId/levels`), each with its route definition.
+ */
+export function mountBulk<Out>(app: RoutesApp, deps: Deps, path: string, r: BulkResource<Out>): void {
   const max = r.maxItems ?? 100;
-  const docPath = `/admin/v1${path.replace(/:([A-Za-z]+)/g, '{$1}')}`;
+  const docPath = path.replace(/:([A-Za-z]+)/g, '{$1}');
   const params = [...path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
   const pathParams = params.length
     ? z.object(Object.fromEntries(params.map((p) => [p, z.string()])))
     : undefined;
+  /** The path parameters of a route on the collection, when it is nested. */
+  const scoped = pathParams ? { params: pathParams } : {};
   const errors = {
-    400: { description: 'Malformed request', content: { 'application/json': { schema: ErrorBodySchema } } },
-    401: {
-      description: 'Missing or invalid admin key',
-      content: { 'application/json': { schema: ErrorBodySchema } },
-    },
-    404: { description: 'Unknown resource', content: { 'application/json': { schema: ErrorBodySchema } } },
-    422: { description: 'Invalid values', content: { 'application/json': { schema: ErrorBodySchema } } },
+    400: errorResponse('Malformed request'),
+    404: errorResponse('Unknown resource'),
+    422: errorResponse('Invalid values'),
   };
   const issues = z.array(
     z.object({
@@ -83,15 +104,18 @@ export function mountBulk<Out>(
       id: z.string().optional(),
     }),
   );
-  const tags = [r.name];
+  const route = adminRoutes([r.name]);
+  /** The scope of a request (its path parameters), once the parent it names is known to exist. */
+  const scopeFor = async (c: Context) => {
+    const scope = scopeOf(c, params);
+    await r.parent?.(deps, scope);
+    return scope;
+  };
 
-  registry.registerPath({
-    method: 'get',
-    path: docPath,
-    tags,
+  const listItems = route('get', docPath, {
     summary: `List ${r.name} resources`,
     request: {
-      ...(pathParams ? { params: pathParams } : {}),
+      ...scoped,
       query: z
         .object({
           limit: z.number().int().min(1).max(100).optional(),
@@ -99,35 +123,21 @@ export function mountBulk<Out>(
         })
         .extend(r.listQuery?.shape ?? {}),
     },
-    responses: {
-      200: {
-        description: 'Oldest first',
-        content: { 'application/json': { schema: z.array(r.schemas.resource) } },
-      },
-      ...errors,
-    },
+    responses: { 200: jsonResponse('Oldest first', z.array(r.schemas.resource)), ...errors },
   });
-  app.get(path, async (c) => {
-    const scope = scopeOf(c, params);
-    await r.parent?.(deps, scope);
+  mount(app, listItems, async (c) => {
+    const scope = await scopeFor(c);
     const page = readPage(c);
     return c.json(await r.list(deps, { ...page, ...scope, query: listQueryOf(c, r) }));
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: `${docPath}/{id}`,
-    tags,
+  const getItem = route('get', `${docPath}/{id}`, {
     summary: `Get one ${r.name}`,
     request: { params: (pathParams ?? z.object({})).extend({ id: z.uuid() }) },
-    responses: {
-      200: { description: 'The resource', content: { 'application/json': { schema: r.schemas.resource } } },
-      ...errors,
-    },
+    responses: { 200: jsonResponse('The resource', r.schemas.resource), ...errors },
   });
-  app.get(`${path}/:id`, async (c) => {
-    const scope = scopeOf(c, params);
-    await r.parent?.(deps, scope);
+  mount(app, getItem, async (c) => {
+    const scope = await scopeFor(c);
     const id = c.req.param('id');
     const found = isUuid(id) ? await r.get(deps, { ...scope, id }) : null;
     if (!found) throw notFoundNamed(capitalise(r.name), id);
@@ -136,132 +146,90 @@ export function mountBulk<Out>(
 
   if (r.create) {
     const create = r.create;
-    registry.registerPath({
-      method: 'post',
-      path: docPath,
-      tags,
+    const createItems = route('post', docPath, {
       summary: `Create ${r.name} resources (1-${max} items)`,
-      request: {
-        ...(pathParams ? { params: pathParams } : {}),
-        body: { content: { 'application/json': { schema: z.array(r.schemas.create).min(1).max(max) } } },
-      },
+      request: { ...scoped, body: jsonContent(z.array(r.schemas.create).min(1).max(max)) },
       responses: {
-        201: {
-          description: 'At least one created',
-          content: {
-            'application/json': { schema: z.object({ created: z.array(r.schemas.resource), issues }) },
-          },
-        },
+        201: jsonResponse('At least one created', z.object({ created: z.array(r.schemas.resource), issues })),
         200: { description: 'None created (see issues)' },
         ...errors,
       },
     });
-    app.post(path, async (c) => {
-      const scope = scopeOf(c, params);
-      await r.parent?.(deps, scope);
+    mount(app, createItems, async (c) => {
+      const scope = await scopeFor(c);
       const items = await readItems(c, max);
-      const created: Out[] = [];
-      const problems: AdminIssue[] = [];
-      await recordAdminWrite(deps, async () => {
-        for (const [index, item] of items.entries()) {
-          try {
-            created.push(await create(deps, { ...scope, item }));
-          } catch (err) {
-            problems.push(issueFrom(err, { index }));
-          }
-        }
-        if (created.length) await deps.catalog.changed();
-      });
-      return c.json({ created, issues: problems }, created.length ? 201 : 200);
+      const { written, issues: refused } = await writeEach(
+        deps,
+        items,
+        (_, index) => ({ index }),
+        (item) => create(deps, { ...scope, item }),
+      );
+      return c.json({ created: written, issues: refused }, written.length ? 201 : 200);
     });
   }
 
   if (r.update) {
     const update = r.update;
-    registry.registerPath({
-      method: 'patch',
-      path: docPath,
-      tags,
+    const updateItems = route('patch', docPath, {
       summary: `Update ${r.name} resources (1-100 items, each with id)`,
-      request: {
-        ...(pathParams ? { params: pathParams } : {}),
-        body: { content: { 'application/json': { schema: z.array(r.schemas.update).min(1).max(100) } } },
-      },
+      request: { ...scoped, body: jsonContent(z.array(r.schemas.update).min(1).max(100)) },
       responses: {
-        200: {
-          description: 'Updated resources and issues',
-          content: {
-            'application/json': { schema: z.object({ updated: z.array(r.schemas.resource), issues }) },
-          },
-        },
+        200: jsonResponse(
+          'Updated resources and issues',
+          z.object({ updated: z.array(r.schemas.resource), issues }),
+        ),
         ...errors,
       },
     });
-    app.patch(path, async (c) => {
-      const scope = scopeOf(c, params);
-      await r.parent?.(deps, scope);
+    mount(app, updateItems, async (c) => {
+      const scope = await scopeFor(c);
       const items = await readItems(c, 100);
-      const updated: Out[] = [];
-      const problems: AdminIssue[] = [];
-      await recordAdminWrite(deps, async () => {
-        for (const [index, item] of items.entries()) {
-          const id =
-            typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
-          try {
-            if (!id) throw new ItemIssue('id is required');
-            updated.push(await update(deps, { ...scope, item }));
-          } catch (err) {
-            problems.push(issueFrom(err, id ? { index, id } : { index }));
-          }
-        }
-        if (updated.length) await deps.catalog.changed();
-      });
-      return c.json({ updated, issues: problems });
+      const { written, issues: refused } = await writeEach(
+        deps,
+        items,
+        (item, index) => {
+          const id = itemId(item);
+          return id ? { index, id } : { index };
+        },
+        (item) => {
+          if (!itemId(item)) throw new ItemIssue('id is required');
+          return update(deps, { ...scope, item });
+        },
+      );
+      return c.json({ updated: written, issues: refused });
     });
   }
 
   if (r.remove) {
     const remove = r.remove;
-    registry.registerPath({
-      method: 'delete',
-      path: docPath,
-      tags,
+    const removeItems = route('delete', docPath, {
       summary: `Delete ${r.name} resources`,
       request: {
-        ...(pathParams ? { params: pathParams } : {}),
+        ...scoped,
         query: z.object({ ids: z.string().describe('Ids, repeated or comma-joined, 1-100') }),
       },
       responses: {
-        200: {
-          description: 'Deleted ids and issues',
-          content: {
-            'application/json': {
-              schema: z.object({ deleted: z.array(z.object({ id: z.string() })), issues }),
-            },
-          },
-        },
+        200: jsonResponse(
+          'Deleted ids and issues',
+          z.object({ deleted: z.array(z.object({ id: z.string() })), issues }),
+        ),
         ...errors,
       },
     });
-    app.delete(path, async (c) => {
-      const scope = scopeOf(c, params);
-      await r.parent?.(deps, scope);
+    mount(app, removeItems, async (c) => {
+      const scope = await scopeFor(c);
       const ids = readIds(c);
-      const deleted: { id: string }[] = [];
-      const problems: AdminIssue[] = [];
-      await recordAdminWrite(deps, async () => {
-        for (const id of ids) {
-          try {
-            if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
-            await remove(deps, { ...scope, id });
-            deleted.push({ id });
-          } catch (err) {
-            problems.push(issueFrom(err, { id }));
-          }
-        }
-        if (deleted.length) await deps.catalog.changed();
-      });
-      return c.json({ deleted, issues: problems });
+      const { written, issues: refused } = await writeEach(
+        deps,
+        ids,
+        (id) => ({ id }),
+        async (id) => {
+          if (!isUuid(id)) throw new ItemIssue(`${capitalise(r.name)} not found`);
+          await remove(deps, { ...scope, id });
+          return { id };
+        },
+      );
+      return c.json({ deleted: written, issues: refused });
     });
   }
 }

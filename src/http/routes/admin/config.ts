@@ -1,4 +1,4 @@
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { loadSnapshot } from '../../../catalog/snapshot';
 import { runConfig, StaleVersion } from '../../../config-as-code/apply';
@@ -10,7 +10,7 @@ import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
 import { readBody } from '../../middleware/body-limit';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { adminRoutes, createRoute, errorResponse, mount, type RoutesApp } from '../../openapi';
 import { readJson } from '../../validate';
 import { readPage } from './bulk';
 
@@ -96,14 +96,27 @@ async function readDocument(c: Context<AppEnv>) {
   return { doc: parsed.doc };
 }
 
-/** Public: the document's JSON Schema (no data in it; editors fetch it without a key). */
-export function configSchemaHandler(c: Context) {
-  return c.json(configJsonSchema() as object);
+const configSchemaRoute = createRoute({
+  method: 'get',
+  path: '/admin/v1/config/schema.json',
+  tags: ['configuration as code'],
+  summary: 'JSON Schema of the configuration document (no key needed)',
+  security: [],
+  responses: { 200: { description: 'JSON Schema (draft 2020-12)' } },
+});
+
+/**
+ * Public: the document's JSON Schema (no data in it; editors fetch it without a key), mounted on the
+ * root app ahead of the admin key check.
+ */
+export function mountConfigSchema(app: RoutesApp): void {
+  mount(app, configSchemaRoute, (c) => c.json(configJsonSchema() as object));
 }
 
 /** Configuration as code: export, plan, apply and the audit log (`/admin/v1/config…`). */
-export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
+export function mountConfig(app: RoutesApp, deps: Deps): void {
   const tags = ['configuration as code'];
+  const route = adminRoutes(tags);
   const docBody = {
     content: {
       'application/json': { schema: ConfigDocumentSchema },
@@ -117,10 +130,7 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
       .describe('Delete the items of the present sections that the document does not name'),
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/config',
-    tags,
+  const exportConfig = route('get', '/config', {
     summary: 'Export the whole configuration as one document, with its version',
     request: { query: z.object({ format: z.enum(['json', 'yaml']).optional() }) },
     responses: {
@@ -128,10 +138,9 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         description: 'The configuration document (YAML with ?format=yaml)',
         content: { 'application/json': { schema: ConfigDocumentSchema } },
       },
-      401: errorResponse('Missing or invalid admin key'),
     },
   });
-  app.get('/config', async (c) => {
+  mount(app, exportConfig, async (c) => {
     const format = c.req.query('format') ?? 'json';
     if (format !== 'json' && format !== 'yaml') throw unprocessable('format must be json or yaml');
     const doc = exportDocument(await loadSnapshot(deps.db, 0), deps.clock.now());
@@ -140,30 +149,17 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     return c.json(doc);
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/config/schema.json',
-    tags,
-    summary: 'JSON Schema of the configuration document (no key needed)',
-    security: [],
-    responses: { 200: { description: 'JSON Schema (draft 2020-12)' } },
-  });
-
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/config/plan',
-    tags,
+  const planConfig = route('post', '/config/plan', {
     summary:
       'The changes a document would make, item by item, with validation issues and warnings; changes nothing',
     request: { query: prune, body: docBody },
     responses: {
       200: { description: 'The plan', content: { 'application/json': { schema: PlanSchema } } },
       400: errorResponse('Not JSON/YAML or not an object'),
-      401: errorResponse('Missing or invalid admin key'),
       422: errorResponse('The document does not match the schema (see issues)'),
     },
   });
-  app.post('/config/plan', async (c) => {
+  mount(app, planConfig, async (c) => {
     const prune = readPrune(c);
     const read = await readDocument(c);
     if (read.problems) return invalidDocument(c, read.problems);
@@ -171,10 +167,7 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     return c.json({ ...result, applied: false });
   });
 
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/config/apply',
-    tags,
+  const applyConfig = route('post', '/config/apply', {
     summary: 'Apply a document in one transaction (all items or none); published to every process',
     request: { query: prune, body: docBody },
     responses: {
@@ -183,12 +176,11 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         content: { 'application/json': { schema: PlanSchema } },
       },
       400: errorResponse('Not JSON/YAML or not an object'),
-      401: errorResponse('Missing or invalid admin key'),
       409: errorResponse('The document names an older version; nothing changed'),
       422: errorResponse('Invalid document or items (see issues); nothing changed'),
     },
   });
-  app.post('/config/apply', async (c) => {
+  mount(app, applyConfig, async (c) => {
     const prune = readPrune(c);
     const read = await readDocument(c);
     if (read.problems) return invalidDocument(c, read.problems);
@@ -215,10 +207,7 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     }
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/config/changes',
-    tags,
+  const listChangesRoute = route('get', '/config/changes', {
     summary: 'The audit log of configuration changes (every path), newest first',
     request: {
       query: z.object({
@@ -231,11 +220,10 @@ export function mountConfig(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         description: 'Newest first',
         content: { 'application/json': { schema: z.array(ChangeSchema) } },
       },
-      401: errorResponse('Missing or invalid admin key'),
       422: errorResponse('Bad limit or skip'),
     },
   });
-  app.get('/config/changes', async (c) => {
+  mount(app, listChangesRoute, async (c) => {
     const { changes, total } = await listChanges(deps, readPage(c));
     c.header('X-Total-Count', String(total));
     return c.json(changes);

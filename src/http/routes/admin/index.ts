@@ -1,4 +1,3 @@
-import { Hono } from 'hono';
 import { achievementsResource } from '../../../admin/achievements';
 import { apiKeysResource } from '../../../admin/api-keys';
 import { leaderboardsResource } from '../../../admin/leaderboards';
@@ -10,8 +9,7 @@ import { metricsResource } from '../../../admin/metrics';
 import { pointsSystemsResource } from '../../../admin/points-systems';
 import { triggersResource } from '../../../admin/triggers';
 import type { Deps } from '../../../deps';
-import type { AppEnv } from '../../../app-env';
-import type { OpenAPIRegistry } from '../../openapi';
+import { type RoutesApp, routesApp } from '../../openapi';
 import { mountBulk } from './bulk';
 import { mountConfig } from './config';
 import { mountMetricEvents } from './metric-events';
@@ -23,26 +21,26 @@ import { mountStreakSettings } from './streak-settings';
 import { mountWebhookDeliveries } from './webhook-deliveries';
 
 /** Every /admin/v1 route. */
-export function adminRoutes(deps: Deps, registry: OpenAPIRegistry) {
-  const app = new Hono<AppEnv>();
-  mountMetricEvents(app, deps, registry);
-  mountBulk(app, deps, registry, '/metrics', metricsResource);
-  mountBulk(app, deps, registry, '/attributes', attributesResource);
-  mountBulk(app, deps, registry, '/points', pointsSystemsResource);
-  mountBulk(app, deps, registry, '/points/:systemId/triggers', triggersResource);
-  mountBulk(app, deps, registry, '/points/:systemId/levels', levelsResource);
-  mountBulk(app, deps, registry, '/points/:systemId/boosts', boostsResource);
-  mountBulk(app, deps, registry, '/api-keys', apiKeysResource);
-  mountBulk(app, deps, registry, '/achievements', achievementsResource);
-  mountBulk(app, deps, registry, '/leaderboards', leaderboardsResource);
-  mountBulk(app, deps, registry, '/webhooks', webhooksResource);
-  mountWebhookDeliveries(app, deps, registry);
-  mountStreakSettings(app, deps, registry);
-  mountStreakPauses(app, deps, registry);
-  mountStreakOps(app, deps, registry);
-  mountRebuild(app, deps, registry);
-  mountConfig(app, deps, registry);
-  mountSimulations(app, deps, registry);
+export function adminRoutes(deps: Deps): RoutesApp {
+  const app = routesApp();
+  mountMetricEvents(app, deps);
+  mountBulk(app, deps, '/metrics', metricsResource);
+  mountBulk(app, deps, '/attributes', attributesResource);
+  mountBulk(app, deps, '/points', pointsSystemsResource);
+  mountBulk(app, deps, '/points/:systemId/triggers', triggersResource);
+  mountBulk(app, deps, '/points/:systemId/levels', levelsResource);
+  mountBulk(app, deps, '/points/:systemId/boosts', boostsResource);
+  mountBulk(app, deps, '/api-keys', apiKeysResource);
+  mountBulk(app, deps, '/achievements', achievementsResource);
+  mountBulk(app, deps, '/leaderboards', leaderboardsResource);
+  mountBulk(app, deps, '/webhooks', webhooksResource);
+  mountWebhookDeliveries(app, deps);
+  mountStreakSettings(app, deps);
+  mountStreakPauses(app, deps);
+  mountStreakOps(app, deps);
+  mountRebuild(app, deps);
+  mountConfig(app, deps);
+  mountSimulations(app, deps);
   // (helpers add one mount line per resource here)
   return app;
 }

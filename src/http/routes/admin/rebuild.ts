@@ -1,9 +1,7 @@
-import type { Hono } from 'hono';
 import type { Deps } from '../../../deps';
 import { type RebuildSummary, rebuildState } from '../../../rebuild/rebuild';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { adminRoutes, errorResponse, jsonResponse, mount, type RoutesApp } from '../../openapi';
 
 const SummarySchema = z.object({
   users: z.number().int(),
@@ -31,28 +29,22 @@ type Status = z.output<typeof RebuildStatusSchema>;
  * (202); `GET /admin/v1/rebuild` reports the last one of this process. For disaster recovery: stop
  * application traffic first.
  */
-export function mountRebuild(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
+export function mountRebuild(app: RoutesApp, deps: Deps): void {
   let state: Status = { status: 'idle', startedAt: null, finishedAt: null, summary: null, error: null };
-  const ok = (description: string) => ({
-    description,
-    content: { 'application/json': { schema: RebuildStatusSchema } },
-  });
+  const route = adminRoutes(['operations']);
+  const ok = (description: string) => jsonResponse(description, RebuildStatusSchema);
 
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/rebuild',
-    tags: ['operations'],
+  const startRebuild = route('post', '/rebuild', {
     summary:
       'Rebuild all Redis state (totals, points, levels, streaks, achievements, leaderboards, indexes) from Postgres history',
     description:
       'Writes pending outbox records first, then replaces every Redis key Laurel derives from history. Runs in the background; poll GET /admin/v1/rebuild. Stop application traffic while it runs.',
     responses: {
       202: ok('Rebuild started'),
-      401: errorResponse('Missing or invalid admin key'),
       409: errorResponse('A rebuild is already running'),
     },
   });
-  app.post('/rebuild', (c) => {
+  mount(app, startRebuild, (c) => {
     if (state.status === 'running') return c.json({ error: 'A rebuild is already running' }, 409);
     state = {
       status: 'running',
@@ -78,12 +70,9 @@ export function mountRebuild(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIReg
     return c.json(state, 202);
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/rebuild',
-    tags: ['operations'],
+  const rebuildStatus = route('get', '/rebuild', {
     summary: 'Status of the last rebuild started by this process',
-    responses: { 200: ok('Rebuild status'), 401: errorResponse('Missing or invalid admin key') },
+    responses: { 200: ok('Rebuild status') },
   });
-  app.get('/rebuild', (c) => c.json(state));
+  mount(app, rebuildStatus, (c) => c.json(state));
 }

@@ -1,4 +1,3 @@
-import type { Hono } from 'hono';
 import { parseDocument } from '../../../config-as-code/document';
 import type { Deps } from '../../../deps';
 import { notFoundNamed, unprocessable } from '../../../errors';
@@ -12,8 +11,7 @@ import {
   TooManySimulations,
 } from '../../../simulations/runs';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { adminRoutes, errorResponse, jsonContent, jsonResponse, mount, type RoutesApp } from '../../openapi';
 import { parseWith } from '../../../wire/parse';
 import { readJson } from '../../validate';
 import { isUuid } from '../../../admin/resource';
@@ -166,40 +164,37 @@ export const SimulationSchema = z
   })
   .openapi('Simulation');
 
-const ok = (description: string, status: z.ZodType = SimulationSchema) => ({
-  description,
-  content: { 'application/json': { schema: status } },
-});
-
 function simulationId(id: string): string {
   if (!isUuid(id)) throw notFoundNamed('Simulation', id);
   return id;
 }
 
+/** The responses of a route on one simulation: `found` with it, or 404. */
+const oneSimulation = (found: string) => ({
+  200: jsonResponse(found, SimulationSchema),
+  404: errorResponse('No such simulation'),
+});
+
 /**
  * `/admin/v1/simulations` (issue 21): what-if previews of a draft configuration over recorded history.
  */
-export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  const tags = ['simulations'];
+export function mountSimulations(app: RoutesApp, deps: Deps): void {
+  const route = adminRoutes(['simulations']);
   const idParam = z.object({ id: z.string() });
 
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/simulations',
-    tags,
+  const startRun = route('post', '/simulations', {
     summary:
       'Start a what-if simulation: replay recorded history under the current and a draft configuration',
     description: `Runs in the background (poll GET /admin/v1/simulations/{id}). At most ${MAX_RUNNING} run at a time. Changes no live state, history, configuration or webhook.`,
-    request: { body: { content: { 'application/json': { schema: RequestSchema } } } },
+    request: { body: jsonContent(RequestSchema) },
     responses: {
-      202: ok('Started'),
+      202: jsonResponse('Started', SimulationSchema),
       400: errorResponse('Malformed request'),
-      401: errorResponse('Missing or invalid admin key'),
       409: errorResponse(`${MAX_RUNNING} simulations are already running`),
       422: errorResponse('Invalid window or sample, or the draft document has errors'),
     },
   });
-  app.post('/simulations', async (c) => {
+  mount(app, startRun, async (c) => {
     const body = parseWith(RequestSchema, await readJson(c));
     const parsed = parseDocument(body.config);
     if ('problems' in parsed) {
@@ -225,69 +220,43 @@ export function mountSimulations(app: Hono<AppEnv>, deps: Deps, registry: OpenAP
     }
   });
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/simulations',
-    tags,
+  const listRuns = route('get', '/simulations', {
     summary: 'Recent simulations, newest first (without their reports)',
-    responses: {
-      200: ok('Simulations', z.array(SimulationSchema)),
-      401: errorResponse('Missing or invalid admin key'),
-    },
+    responses: { 200: jsonResponse('Simulations', z.array(SimulationSchema)) },
   });
-  app.get('/simulations', async (c) => c.json(await listSimulations(deps)));
+  mount(app, listRuns, async (c) => c.json(await listSimulations(deps)));
 
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/simulations/{id}',
-    tags,
+  const getRun = route('get', '/simulations/{id}', {
     summary: 'A simulation: status, progress, estimated time left, and the report once done',
     request: { params: idParam },
-    responses: {
-      200: ok('The simulation'),
-      401: errorResponse('Missing or invalid admin key'),
-      404: errorResponse('No such simulation'),
-    },
+    responses: oneSimulation('The simulation'),
   });
-  app.get('/simulations/:id', async (c) => {
-    const id = simulationId(c.req.param('id'));
-    const r = await getSimulation(deps, id);
-    if (!r) throw notFoundNamed('Simulation', id);
-    return c.json(r);
-  });
-
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/simulations/{id}/cancel',
-    tags,
+  const cancelRun = route('post', '/simulations/{id}/cancel', {
     summary: 'Cancel a running simulation (its replay keys are deleted)',
     request: { params: idParam },
-    responses: {
-      200: ok('The simulation after the request'),
-      401: errorResponse('Missing or invalid admin key'),
-      404: errorResponse('No such simulation'),
-    },
+    responses: oneSimulation('The simulation after the request'),
   });
-  app.post('/simulations/:id/cancel', async (c) => {
-    const id = simulationId(c.req.param('id'));
-    const r = await cancelSimulation(deps, id);
-    if (!r) throw notFoundNamed('Simulation', id);
-    return c.json(r);
-  });
+  for (const [definition, act] of [
+    [getRun, getSimulation],
+    [cancelRun, cancelSimulation],
+  ] as const) {
+    mount(app, definition, async (c) => {
+      const id = simulationId(c.req.param('id'));
+      const r = await act(deps, id);
+      if (!r) throw notFoundNamed('Simulation', id);
+      return c.json(r);
+    });
+  }
 
-  registry.registerPath({
-    method: 'delete',
-    path: '/admin/v1/simulations/{id}',
-    tags,
+  const deleteRun = route('delete', '/simulations/{id}', {
     summary: 'Delete a simulation (a running one is cancelled first)',
     request: { params: idParam },
     responses: {
       204: { description: 'Deleted' },
-      401: errorResponse('Missing or invalid admin key'),
       404: errorResponse('No such simulation'),
     },
   });
-  app.delete('/simulations/:id', async (c) => {
+  mount(app, deleteRun, async (c) => {
     const id = simulationId(c.req.param('id'));
     if (!(await deleteSimulation(deps, id))) throw notFoundNamed('Simulation', id);
     return c.body(null, 204);

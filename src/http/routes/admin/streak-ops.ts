@@ -1,11 +1,10 @@
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
 import type { Deps } from '../../../deps';
 import { addDays, isValidTimeZone, localDate, periodIndex } from '../../../engine/periods';
 import { runUserOp } from '../../../services/user-op';
 import { AppError, badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { createRoute, errorResponse, mount, type RoutesApp } from '../../openapi';
 import { readJson } from '../../validate';
 
 /** StreakIssue (admin-api §13.1): the SDK requires userId, level and reason. */
@@ -51,9 +50,94 @@ async function readItems(c: Context, field: string, idField: string, max: number
 
 const isNoUser = (err: unknown) => err instanceof AppError && err.code === 'NOT_FOUND';
 
+const errors = {
+  400: errorResponse('Malformed request'),
+  401: errorResponse('Missing or invalid admin key'),
+  422: errorResponse('Item count, or the feature is not enabled'),
+};
+
+const StreakIssueSchema = z
+  .object({
+    userId: z.string(),
+    level: z.enum(['error', 'warning']),
+    reason: z.string(),
+    severity: z.enum(['error', 'warning']),
+    message: z.string(),
+    index: z.number().int(),
+  })
+  .openapi('StreakIssue');
+
+const grantFreezes = createRoute({
+  method: 'post',
+  path: '/streaks/freezes',
+  tags: ['streak operations'],
+  summary: 'Grant one streak freeze per item (1-1000 items), capped at maxFreezes',
+  request: {
+    body: {
+      content: {
+        'application/json': {
+          schema: z.object({
+            freezes: z
+              .array(z.object({ userId: z.string() }))
+              .min(1)
+              .max(1000),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    201: {
+      description: 'At least one freeze granted',
+      content: {
+        'application/json': {
+          schema: z.object({ issues: z.array(StreakIssueSchema) }).openapi('CreateStreakFreezesResponse'),
+        },
+      },
+    },
+    200: { description: 'Nothing granted (see issues)' },
+    ...errors,
+  },
+});
+
+const restoreStreaks = createRoute({
+  method: 'post',
+  path: '/streaks/restore',
+  tags: ['streak operations'],
+  summary: "Restore users' streaks to their best length of the look-back window (1-100 users)",
+  request: {
+    body: {
+      content: {
+        'application/json': {
+          schema: z.object({
+            users: z
+              .array(z.object({ id: z.string() }))
+              .min(1)
+              .max(100),
+          }),
+        },
+      },
+    },
+  },
+  responses: {
+    201: {
+      description: 'At least one streak restored',
+      content: {
+        'application/json': {
+          schema: z
+            .object({ restoredUsers: z.array(z.string()), issues: z.array(StreakIssueSchema) })
+            .openapi('RestoreStreaksResponse'),
+        },
+      },
+    },
+    200: { description: 'Nothing restored (see issues)' },
+    ...errors,
+  },
+});
+
 /** Admin streak operations called by the SDK: #25 grant freezes, #26 restore (admin-api §13.1, §13.2). */
-export function mountStreakOps(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  app.post('/streaks/freezes', async (c) => {
+export function mountStreakOps(app: RoutesApp, deps: Deps): void {
+  mount(app, grantFreezes, async (c) => {
     const userIds = await readItems(c, 'freezes', 'userId', 1000);
     if (!deps.catalog.snapshot.streak.freezesEnabled) throw unprocessable('Streak freezes are not enabled');
     const issues: StreakIssue[] = [];
@@ -72,7 +156,7 @@ export function mountStreakOps(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
     return c.json({ issues }, granted > 0 ? 201 : 200);
   });
 
-  app.post('/streaks/restore', async (c) => {
+  mount(app, restoreStreaks, async (c) => {
     const ids = await readItems(c, 'users', 'id', 100);
     const s = deps.catalog.snapshot.streak;
     if (!s.enabled || s.conditions.length === 0) throw unprocessable('Streaks are not enabled');
@@ -83,7 +167,7 @@ export function mountStreakOps(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
       if (seen.has(userId)) continue; // duplicates are processed once
       seen.add(userId);
       try {
-        const storedTz = await deps.redis.hget(deps.keys.user(userId).profile, 'tz');
+        const storedTz = await deps.redis.hget(deps.keys.user(userId).hash, 'tz');
         const tz = storedTz && isValidTimeZone(storedTz) ? storedTz : 'UTC';
         const today = localDate(deps.clock.now(), tz);
         const fromIdx = periodIndex(s.frequency, addDays(today, -LOOK_BACK_DAYS[s.frequency]));
@@ -98,87 +182,5 @@ export function mountStreakOps(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
       }
     }
     return c.json({ restoredUsers, issues }, restoredUsers.length > 0 ? 201 : 200);
-  });
-
-  const errors = {
-    400: errorResponse('Malformed request'),
-    401: errorResponse('Missing or invalid admin key'),
-    422: errorResponse('Item count, or the feature is not enabled'),
-  };
-  const StreakIssueSchema = z
-    .object({
-      userId: z.string(),
-      level: z.enum(['error', 'warning']),
-      reason: z.string(),
-      severity: z.enum(['error', 'warning']),
-      message: z.string(),
-      index: z.number().int(),
-    })
-    .openapi('StreakIssue');
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/streaks/freezes',
-    tags: ['streak operations'],
-    summary: 'Grant one streak freeze per item (1-1000 items), capped at maxFreezes',
-    request: {
-      body: {
-        content: {
-          'application/json': {
-            schema: z.object({
-              freezes: z
-                .array(z.object({ userId: z.string() }))
-                .min(1)
-                .max(1000),
-            }),
-          },
-        },
-      },
-    },
-    responses: {
-      201: {
-        description: 'At least one freeze granted',
-        content: {
-          'application/json': {
-            schema: z.object({ issues: z.array(StreakIssueSchema) }).openapi('CreateStreakFreezesResponse'),
-          },
-        },
-      },
-      200: { description: 'Nothing granted (see issues)' },
-      ...errors,
-    },
-  });
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/streaks/restore',
-    tags: ['streak operations'],
-    summary: "Restore users' streaks to their best length of the look-back window (1-100 users)",
-    request: {
-      body: {
-        content: {
-          'application/json': {
-            schema: z.object({
-              users: z
-                .array(z.object({ id: z.string() }))
-                .min(1)
-                .max(100),
-            }),
-          },
-        },
-      },
-    },
-    responses: {
-      201: {
-        description: 'At least one streak restored',
-        content: {
-          'application/json': {
-            schema: z
-              .object({ restoredUsers: z.array(z.string()), issues: z.array(StreakIssueSchema) })
-              .openapi('RestoreStreaksResponse'),
-          },
-        },
-      },
-      200: { description: 'Nothing restored (see issues)' },
-      ...errors,
-    },
   });
 }

@@ -1,4 +1,3 @@
-import type { Hono } from 'hono';
 import { type AdminIssue, ItemIssue } from '../../../admin/common';
 import {
   AdminStreakPauseSchema,
@@ -10,8 +9,7 @@ import {
 import type { Deps } from '../../../deps';
 import { badRequest, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { createRoute, errorResponse, mount, type RoutesApp } from '../../openapi';
 import { queryOne, readJson } from '../../validate';
 import { isUuid } from '../../../admin/resource';
 import { readIds, readPage } from './bulk';
@@ -35,11 +33,11 @@ function issueFrom(err: unknown, where: Omit<AdminIssue, 'severity' | 'message'>
 }
 
 /** `/admin/v1/streaks/pauses` (admin §13.3): list, create in bulk, delete. */
-export function mountStreakPauses(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  const path = '/admin/v1/streaks/pauses';
+export function mountStreakPauses(app: RoutesApp, deps: Deps): void {
+  const path = '/streaks/pauses';
   const tags = ['streak pauses'];
 
-  registry.registerPath({
+  const listPausesRoute = createRoute({
     method: 'get',
     path,
     tags,
@@ -59,13 +57,13 @@ export function mountStreakPauses(app: Hono<AppEnv>, deps: Deps, registry: OpenA
       ...errors,
     },
   });
-  app.get('/streaks/pauses', async (c) => {
+  mount(app, listPausesRoute, async (c) => {
     const page = readPage(c);
     const userId = queryOne(c, 'userId');
     return c.json(await listPauses(deps, { ...page, ...(userId !== undefined ? { userId } : {}) }));
   });
 
-  registry.registerPath({
+  const createPausesRoute = createRoute({
     method: 'post',
     path,
     tags,
@@ -92,7 +90,7 @@ export function mountStreakPauses(app: Hono<AppEnv>, deps: Deps, registry: OpenA
       ...errors,
     },
   });
-  app.post('/streaks/pauses', async (c) => {
+  mount(app, createPausesRoute, async (c) => {
     const body = await readJson(c);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw badRequest('Request body must be a JSON object');
@@ -115,7 +113,7 @@ export function mountStreakPauses(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     return c.json({ created, issues }, created.length ? 201 : 200);
   });
 
-  registry.registerPath({
+  const deletePausesRoute = createRoute({
     method: 'delete',
     path,
     tags,
@@ -136,7 +134,7 @@ export function mountStreakPauses(app: Hono<AppEnv>, deps: Deps, registry: OpenA
       ...errors,
     },
   });
-  app.delete('/streaks/pauses', async (c) => {
+  mount(app, deletePausesRoute, async (c) => {
     const ids = readIds(c);
     const deleted: { id: string }[] = [];
     const issues: AdminIssue[] = [];

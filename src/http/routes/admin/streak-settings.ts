@@ -1,4 +1,3 @@
-import type { Hono } from 'hono';
 import {
   getStreakSettings,
   showStreakSettings,
@@ -9,29 +8,28 @@ import {
 import { recordAdminWrite } from '../../../config-as-code/audit';
 import type { Deps } from '../../../deps';
 import { badRequest } from '../../../errors';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { createRoute, errorResponse, mount, type RoutesApp } from '../../openapi';
 import { parseWith } from '../../../wire/parse';
 import { readJson } from '../../validate';
 
 /** `GET` and `PATCH /admin/v1/streaks/settings` (admin §12): one singleton, validated as a whole. */
-export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
+export function mountStreakSettings(app: RoutesApp, deps: Deps): void {
   const ok = {
     description: 'The streak settings',
     content: { 'application/json': { schema: StreakSettingsSchema } },
   };
-  registry.registerPath({
+  const getSettings = createRoute({
     method: 'get',
-    path: '/admin/v1/streaks/settings',
+    path: '/streaks/settings',
     tags: ['streak settings'],
     summary: 'Get the streak settings',
     responses: { 200: ok, 401: errorResponse('Missing or invalid admin key') },
   });
-  app.get('/streaks/settings', async (c) => c.json(showStreakSettings(deps, await getStreakSettings(deps))));
+  mount(app, getSettings, async (c) => c.json(showStreakSettings(deps, await getStreakSettings(deps))));
 
-  registry.registerPath({
+  const updateSettings = createRoute({
     method: 'patch',
-    path: '/admin/v1/streaks/settings',
+    path: '/streaks/settings',
     tags: ['streak settings'],
     summary: 'Change any subset of the streak settings; conditions are replaced as a whole',
     request: { body: { content: { 'application/json': { schema: StreakSettingsPatchSchema } } } },
@@ -42,7 +40,7 @@ export function mountStreakSettings(app: Hono<AppEnv>, deps: Deps, registry: Ope
       422: errorResponse('Invalid value or combination; nothing changed'),
     },
   });
-  app.patch('/streaks/settings', async (c) => {
+  mount(app, updateSettings, async (c) => {
     const body = await readJson(c);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw badRequest('Request body must be a JSON object');

@@ -1,4 +1,3 @@
-import type { Hono } from 'hono';
 import {
   AdminWebhookDeliverySchema,
   DELIVERY_FILTERS,
@@ -9,8 +8,7 @@ import {
 import type { Deps } from '../../../deps';
 import { notFoundNamed, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { type OpenAPIRegistry, errorResponse } from '../../openapi';
+import { adminRoutes, errorResponse, mount, type RoutesApp } from '../../openapi';
 import { queryOne } from '../../validate';
 import { isUuid } from '../../../admin/resource';
 import { readPage } from './bulk';
@@ -20,11 +18,9 @@ import { redeliver } from '../../../workers/webhooks';
  * `GET /admin/v1/webhooks/{id}/deliveries` (admin §14): the delivery log of one endpoint, newest first;
  * `POST /admin/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver`: send a delivery again.
  */
-export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  registry.registerPath({
-    method: 'get',
-    path: '/admin/v1/webhooks/{id}/deliveries',
-    tags: ['webhook endpoint'],
+export function mountWebhookDeliveries(app: RoutesApp, deps: Deps): void {
+  const route = adminRoutes(['webhook endpoint']);
+  const listDeliveries = route('get', '/webhooks/{id}/deliveries', {
     summary: 'Deliveries of one endpoint within the retention window, newest first',
     request: {
       params: z.object({ id: z.uuid() }),
@@ -42,15 +38,11 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
         description: 'Deliveries',
         content: { 'application/json': { schema: z.array(AdminWebhookDeliverySchema) } },
       },
-      401: errorResponse('Missing or invalid admin key'),
       404: errorResponse('Unknown endpoint'),
       422: errorResponse('Invalid query'),
     },
   });
-  registry.registerPath({
-    method: 'post',
-    path: '/admin/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver',
-    tags: ['webhook endpoint'],
+  const redeliverRoute = route('post', '/webhooks/{id}/deliveries/{deliveryId}/redeliver', {
     summary:
       'Manual redelivery: the delivery becomes pending and is sent again at once, with the same event id and body',
     request: { params: z.object({ id: z.uuid(), deliveryId: z.uuid() }) },
@@ -59,12 +51,11 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
         description: 'Queued; the delivery as it now stands',
         content: { 'application/json': { schema: AdminWebhookDeliverySchema } },
       },
-      401: errorResponse('Missing or invalid admin key'),
       404: errorResponse('Unknown endpoint or delivery'),
       422: errorResponse('The endpoint is disabled'),
     },
   });
-  app.post('/webhooks/:id/deliveries/:deliveryId/redeliver', async (c) => {
+  mount(app, redeliverRoute, async (c) => {
     const id = c.req.param('id');
     const deliveryId = c.req.param('deliveryId');
     const endpoint = isUuid(id) ? await findWebhookEndpoint(deps, id) : undefined;
@@ -77,7 +68,7 @@ export function mountWebhookDeliveries(app: Hono<AppEnv>, deps: Deps, registry: 
     );
     return c.json(shown ?? { id: deliveryId, status: 'pending' }, 202);
   });
-  app.get('/webhooks/:id/deliveries', async (c) => {
+  mount(app, listDeliveries, async (c) => {
     const page = readPage(c);
     const status = queryOne(c, 'status');
     if (status !== undefined && !(DELIVERY_FILTERS as readonly string[]).includes(status)) {

@@ -1,18 +1,22 @@
-import type { Hono } from 'hono';
 import type { AchievementRow, Snapshot } from '../../../catalog/snapshot';
 import type { Deps } from '../../../deps';
 import { rarity } from '../../../engine/stats';
 import { runUserOp } from '../../../services/user-op';
 import { achievementStats, completionOf, loadUser, profileAttributes } from '../../../services/user-reads';
-import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
+import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { appError, jsonContent, jsonResponse, mount, type RoutesApp, routesTagged } from '../../openapi';
 import { achievementResponse } from '../../../wire/achievements';
 import { attributeFilters } from '../../../wire/common';
 import { checkTimeZone, toUserInput, UpsertedUserSchema } from '../../../wire/user-input';
 import { parseWith } from '../../../wire/parse';
-import { queryAttributeFilter, queryOne, readJson, userIdParam } from '../../validate';
+import {
+  queryAttributeFilter,
+  requireKnownUserAttributes,
+  queryOne,
+  readJson,
+  userIdParam,
+} from '../../validate';
 import { completedAchievements, pointsMap } from '../../../wire/event-response';
 
 export const AchievementsCompleteRequestSchema = z
@@ -28,15 +32,50 @@ function eligible(
   return attributeFilters(snap, a.userAttributes).every((f) => attrs(f.key, f.value));
 }
 
+const achievement = z
+  .object({ id: z.string(), name: z.string(), trigger: z.string(), key: z.string() })
+  .passthrough()
+  .openapi('AchievementResponse');
+const withStats = achievement.extend({ completions: z.number().int(), rarity: z.number() });
+const route = routesTagged(['achievements']);
+
+const listAchievements = route('get', '/achievements', {
+  summary: 'Active achievements with completions and rarity',
+  request: { query: z.object({ userAttributes: z.string().optional() }) },
+  responses: { 200: jsonResponse('Achievements', z.array(withStats)), 422: appError },
+});
+
+const completeAchievement = route('post', '/achievements/{key}/complete', {
+  summary: 'Complete an `api` achievement for a user (upserts the user)',
+  request: { params: z.object({ key: z.string() }), body: jsonContent(AchievementsCompleteRequestSchema) },
+  responses: {
+    200: { description: 'Already completed: the original completion' },
+    201: { description: 'Completed' },
+    400: appError,
+    404: appError,
+    422: appError,
+  },
+});
+
+const userAchievements = route('get', '/users/{id}/achievements', {
+  summary: "A user's completed achievements (and, with includeIncomplete=true, the ones left)",
+  request: {
+    params: z.object({ id: z.string() }),
+    query: z.object({ includeIncomplete: z.enum(['true']).optional() }),
+  },
+  responses: {
+    200: jsonResponse('Achievements', z.array(withStats.extend({ achievedAt: z.string().nullable() }))),
+    404: appError,
+    422: appError,
+  },
+});
+
 /** `/v1/achievements` and a user's achievements (application-api §6.3, §6.6; #1, #2, #13). */
-export function mountAchievements(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  app.get('/achievements', async (c) => {
+export function mountAchievements(app: RoutesApp, deps: Deps): void {
+  mount(app, listAchievements, async (c) => {
     const filter = queryAttributeFilter(c);
     const snap = deps.catalog.snapshot;
-    if (filter) {
-      const unknown = filter.map(([k]) => k).filter((k) => !snap.userAttributesByKey.has(k));
-      if (unknown.length) throw invalidAttributeKeys(unknown);
-    }
+    if (filter) requireKnownUserAttributes(snap, filter);
     const given = (key: string, value: string) => filter?.some(([k, v]) => k === key && v === value) ?? false;
     const list = snap.achievements.filter(
       (a) => a.status === 'active' && (!filter || eligible(snap, a, given)),
@@ -53,7 +92,7 @@ export function mountAchievements(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     );
   });
 
-  app.post('/achievements/:key/complete', async (c) => {
+  mount(app, completeAchievement, async (c) => {
     const body = parseWith(AchievementsCompleteRequestSchema, await readJson(c));
     checkTimeZone(body.user);
     const snap = deps.catalog.snapshot;
@@ -86,7 +125,7 @@ export function mountAchievements(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     );
   });
 
-  app.get('/users/:id/achievements', async (c) => {
+  mount(app, userAchievements, async (c) => {
     const includeIncomplete = queryOne(c, 'includeIncomplete') === 'true';
     const state = await loadUser(deps, userIdParam(c), ['achievements']);
     if (!state) throw notFound('User not found');
@@ -125,67 +164,5 @@ export function mountAchievements(app: Hono<AppEnv>, deps: Deps, registry: OpenA
         };
       }),
     );
-  });
-
-  document(registry);
-}
-
-function document(registry: OpenAPIRegistry): void {
-  const error = { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
-  const achievement = z
-    .object({ id: z.string(), name: z.string(), trigger: z.string(), key: z.string() })
-    .passthrough()
-    .openapi('AchievementResponse');
-  const withStats = achievement.extend({ completions: z.number().int(), rarity: z.number() });
-  const tags = ['achievements'];
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/achievements',
-    tags,
-    summary: 'Active achievements with completions and rarity',
-    request: { query: z.object({ userAttributes: z.string().optional() }) },
-    responses: {
-      200: { description: 'Achievements', content: { 'application/json': { schema: z.array(withStats) } } },
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'post',
-    path: '/v1/achievements/{key}/complete',
-    tags,
-    summary: 'Complete an `api` achievement for a user (upserts the user)',
-    request: {
-      params: z.object({ key: z.string() }),
-      body: { content: { 'application/json': { schema: AchievementsCompleteRequestSchema } } },
-    },
-    responses: {
-      200: { description: 'Already completed: the original completion' },
-      201: { description: 'Completed' },
-      400: error,
-      404: error,
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/achievements',
-    tags,
-    summary: "A user's completed achievements (and, with includeIncomplete=true, the ones left)",
-    request: {
-      params: z.object({ id: z.string() }),
-      query: z.object({ includeIncomplete: z.enum(['true']).optional() }),
-    },
-    responses: {
-      200: {
-        description: 'Achievements',
-        content: {
-          'application/json': {
-            schema: z.array(withStats.extend({ achievedAt: z.string().nullable() })),
-          },
-        },
-      },
-      404: error,
-      422: error,
-    },
   });
 }

@@ -4,7 +4,7 @@ import { toMicros } from '../../../engine/decimal';
 import { runUserOp } from '../../../services/user-op';
 import { badRequest, notFound, unprocessable } from '../../../errors';
 import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { createRoute, ErrorBodySchema, mount, type RoutesApp } from '../../openapi';
 import { completedAchievements, leaderboardEntries, pointsMap } from '../../../wire/event-response';
 import { metricTotal } from '../../../wire/metrics';
 import { streakResponse } from '../../../wire/streaks';
@@ -29,7 +29,7 @@ export const MetricsEventRequestSchema = z
   .openapi('MetricsEventRequest');
 
 /** POST /v1/metrics/{key}/event and its /api alias. */
-export function recordEventHandler(deps: Deps) {
+function recordEventHandler(deps: Deps) {
   return async (c: Context<AppEnv>) => {
     const body = parseWith(MetricsEventRequestSchema, await readJson(c));
     if (body.value === undefined || body.value === null) throw badRequest('value is required');
@@ -80,25 +80,32 @@ export function recordEventHandler(deps: Deps) {
   };
 }
 
-export function documentEvents(registry: OpenAPIRegistry): void {
-  const errors = Object.fromEntries(
-    [400, 401, 404, 413, 422, 429, 503].map((s) => [
-      s,
-      { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } },
-    ]),
-  );
-  for (const path of ['/v1/metrics/{key}/event', '/api/metrics/{key}/event']) {
-    registry.registerPath({
-      method: 'post',
-      path,
-      tags: ['events'],
-      summary: 'Record a metric event; answers with every change it caused',
-      request: {
-        params: z.object({ key: z.string() }),
-        headers: z.object({ 'Idempotency-Key': z.string().min(1).max(255).optional() }),
-        body: { content: { 'application/json': { schema: MetricsEventRequestSchema } } },
-      },
-      responses: { 201: { description: 'Processed' }, 202: { description: 'Idempotent replay' }, ...errors },
-    });
-  }
+/** The event route, relative to its app: /v1 and the legacy /api mount the same definition. */
+const recordEventRoute = createRoute({
+  method: 'post',
+  path: '/metrics/{key}/event',
+  tags: ['events'],
+  summary: 'Record a metric event; answers with every change it caused',
+  request: {
+    params: z.object({ key: z.string() }),
+    headers: z.object({ 'Idempotency-Key': z.string().min(1).max(255).optional() }),
+    body: { content: { 'application/json': { schema: MetricsEventRequestSchema } } },
+  },
+  responses: {
+    201: { description: 'Processed' },
+    202: { description: 'Idempotent replay' },
+    ...Object.fromEntries(
+      [400, 401, 404, 413, 422, 429, 503].map((s) => [
+        s,
+        { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } },
+      ]),
+    ),
+  },
+});
+
+/** POST /v1/metrics/{key}/event, and the same handler at its legacy path /api/metrics/{key}/event. */
+export function mountEvents(v1: RoutesApp, legacy: RoutesApp, deps: Deps): void {
+  const recordEvent = recordEventHandler(deps);
+  mount(v1, recordEventRoute, recordEvent);
+  mount(legacy, recordEventRoute, recordEvent);
 }

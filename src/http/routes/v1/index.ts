@@ -1,8 +1,6 @@
-import { Hono, type Handler } from 'hono';
 import type { Deps } from '../../../deps';
-import type { AppEnv } from '../../../app-env';
-import type { OpenAPIRegistry } from '../../openapi';
-import { documentEvents, recordEventHandler } from './events';
+import { type RoutesApp, routesApp } from '../../openapi';
+import { mountEvents } from './events';
 import { mountLeaderboards } from './leaderboards';
 import { mountAchievements } from './achievements';
 import { mountMetrics } from './metrics';
@@ -11,21 +9,17 @@ import { mountStreaks } from './streaks';
 import { mountSummaries } from './summaries';
 import { mountUsers } from './users';
 
-/** Every /v1 route, plus the event handler for its legacy /api alias. */
-export function v1Routes(
-  deps: Deps,
-  registry: OpenAPIRegistry,
-): { routes: Hono<AppEnv>; recordEvent: Handler<AppEnv> } {
-  const routes = new Hono<AppEnv>();
-  const recordEvent = recordEventHandler(deps);
-  routes.post('/metrics/:key/event', recordEvent);
-  documentEvents(registry);
-  mountLeaderboards(routes, deps, registry);
-  mountUsers(routes, deps, registry);
-  mountAchievements(routes, deps, registry);
-  mountMetrics(routes, deps, registry);
-  mountStreaks(routes, deps, registry);
-  mountPoints(routes, deps, registry);
-  mountSummaries(routes, deps, registry);
-  return { routes, recordEvent };
+/** Every /v1 route, and the legacy /api app (the event route alone, mounted at /api). */
+export function v1Routes(deps: Deps): { routes: RoutesApp; legacy: RoutesApp } {
+  const routes = routesApp();
+  const legacy = routesApp();
+  mountEvents(routes, legacy, deps);
+  mountLeaderboards(routes, deps);
+  mountUsers(routes, deps);
+  mountAchievements(routes, deps);
+  mountMetrics(routes, deps);
+  mountStreaks(routes, deps);
+  mountPoints(routes, deps);
+  mountSummaries(routes, deps);
+  return { routes, legacy };
 }

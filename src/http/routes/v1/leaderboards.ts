@@ -1,4 +1,4 @@
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import type { LeaderboardRow, Snapshot } from '../../../catalog/snapshot';
 import type { Run } from '../../../engine/runs';
@@ -20,13 +20,19 @@ import {
   userStanding,
 } from '../../../services/leaderboards';
 import { localDate } from '../../../engine/periods';
-import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
+import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
-import type { OpenAPIRegistry } from '../../openapi';
+import { createRoute, mount, type RoutesApp } from '../../openapi';
 import { memo } from '../../../wire/common';
 import { leaderboardBase } from '../../../wire/leaderboards';
-import { queryAttributeFilter, queryDate, queryInt, queryOne } from '../../validate';
+import {
+  queryAttributeFilter,
+  requireKnownUserAttributes,
+  queryDate,
+  queryInt,
+  queryOne,
+} from '../../validate';
 
 function visibleBoard(deps: Deps, key: string): LeaderboardRow {
   const b = deps.catalog.snapshot.leaderboardsByKey.get(key);
@@ -36,8 +42,7 @@ function visibleBoard(deps: Deps, key: string): LeaderboardRow {
 
 /** The group a userAttributes filter selects: every breakdown attribute, nothing else. */
 function groupFromFilter(snap: Snapshot, b: LeaderboardRow, pairs: Array<[string, string]>): string {
-  const unknown = pairs.map(([k]) => k).filter((k) => !snap.userAttributesByKey.has(k));
-  if (unknown.length) throw invalidAttributeKeys(unknown);
+  requireKnownUserAttributes(snap, pairs);
   const keys = breakdownKeys(snap, b);
   if (keys.length === 0) throw unprocessable('This leaderboard has no breakdown attributes');
   const given = new Map(pairs);
@@ -149,8 +154,55 @@ async function cachedBody(
 const jsonBody = (c: Context<AppEnv>, body: string | Uint8Array<ArrayBuffer>) =>
   c.body(body, 200, { 'Content-Type': 'application/json' });
 
-export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  app.get('/leaderboards', (c) => {
+const board = z
+  .object({ id: z.string(), key: z.string(), name: z.string(), status: z.string() })
+  .passthrough();
+
+const listBoards = createRoute({
+  method: 'get',
+  path: '/leaderboards',
+  tags: ['leaderboards'],
+  summary: 'Active and scheduled leaderboards (finished with includeFinished=true)',
+  request: { query: z.object({ includeFinished: z.enum(['true', 'false']).optional() }) },
+  responses: {
+    200: { description: 'Leaderboards', content: { 'application/json': { schema: z.array(board) } } },
+  },
+});
+
+const getBoard = createRoute({
+  method: 'get',
+  path: '/leaderboards/{key}',
+  tags: ['leaderboards'],
+  summary: 'A leaderboard run with its rankings',
+  request: {
+    params: z.object({ key: z.string() }),
+    query: z.object({
+      offset: z.number().int().optional(),
+      limit: z.number().int().min(0).max(1000).optional(),
+      run: z.string().optional(),
+      userId: z.string().optional(),
+      userAttributes: z.string().optional(),
+    }),
+  },
+  responses: {
+    200: { description: 'Leaderboard with rankings', content: { 'application/json': { schema: board } } },
+  },
+});
+
+const userStandingRoute = createRoute({
+  method: 'get',
+  path: '/users/{id}/leaderboards/{key}',
+  tags: ['leaderboards'],
+  summary: "A user's rank, value and rank history in a run",
+  request: {
+    params: z.object({ id: z.string(), key: z.string() }),
+    query: z.object({ run: z.string().optional(), numEvents: z.number().int().min(0).max(100).optional() }),
+  },
+  responses: { 200: { description: 'User standing and history' } },
+});
+
+export function mountLeaderboards(app: RoutesApp, deps: Deps): void {
+  mount(app, listBoards, (c) => {
     const raw = queryOne(c, 'includeFinished');
     if (raw !== undefined && raw !== 'true' && raw !== 'false')
       throw unprocessable('includeFinished must be true or false');
@@ -167,7 +219,7 @@ export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     return c.json(out);
   });
 
-  app.get('/leaderboards/:key', async (c) => {
+  mount(app, getBoard, async (c) => {
     const limit = queryInt(c, 'limit', 10, 0, 1000);
     const userId = queryOne(c, 'userId');
     const offset = queryInt(c, 'offset', 0, userId === undefined ? 0 : -1_000_000, 1_000_000);
@@ -202,11 +254,11 @@ export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenA
     return jsonBody(c, `${head},"rankings":${rankings}}`);
   });
 
-  app.get('/users/:id/leaderboards/:key', async (c) => {
+  mount(app, userStandingRoute, async (c) => {
     const numEvents = queryInt(c, 'numEvents', 10, 0, 100);
     const runDate = queryDate(c, 'run');
     const userId = c.req.param('id');
-    const profile = await deps.redis.hmget(deps.keys.user(userId).profile, 'created', 'tz');
+    const profile = await deps.redis.hmget(deps.keys.user(userId).hash, 'created', 'tz');
     if (!profile[0]) throw notFound('User not found');
     const b = visibleBoard(deps, c.req.param('key'));
     const now = deps.clock.now();
@@ -219,49 +271,5 @@ export function mountLeaderboards(app: Hono<AppEnv>, deps: Deps, registry: OpenA
       value: standing.value,
       history,
     });
-  });
-
-  const board = z
-    .object({ id: z.string(), key: z.string(), name: z.string(), status: z.string() })
-    .passthrough();
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/leaderboards',
-    tags: ['leaderboards'],
-    summary: 'Active and scheduled leaderboards (finished with includeFinished=true)',
-    request: { query: z.object({ includeFinished: z.enum(['true', 'false']).optional() }) },
-    responses: {
-      200: { description: 'Leaderboards', content: { 'application/json': { schema: z.array(board) } } },
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/leaderboards/{key}',
-    tags: ['leaderboards'],
-    summary: 'A leaderboard run with its rankings',
-    request: {
-      params: z.object({ key: z.string() }),
-      query: z.object({
-        offset: z.number().int().optional(),
-        limit: z.number().int().min(0).max(1000).optional(),
-        run: z.string().optional(),
-        userId: z.string().optional(),
-        userAttributes: z.string().optional(),
-      }),
-    },
-    responses: {
-      200: { description: 'Leaderboard with rankings', content: { 'application/json': { schema: board } } },
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/leaderboards/{key}',
-    tags: ['leaderboards'],
-    summary: "A user's rank, value and rank history in a run",
-    request: {
-      params: z.object({ id: z.string(), key: z.string() }),
-      query: z.object({ run: z.string().optional(), numEvents: z.number().int().min(0).max(100).optional() }),
-    },
-    responses: { 200: { description: 'User standing and history' } },
   });
 }

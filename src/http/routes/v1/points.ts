@@ -1,4 +1,3 @@
-import type { Hono } from 'hono';
 import type { PointsSystemConfig, Snapshot } from '../../../catalog/snapshot';
 import type { Deps } from '../../../deps';
 import { boostStatus } from '../../../engine/boost-status';
@@ -6,14 +5,19 @@ import { utcDate } from '../../../engine/leaderboard-status';
 import { localDate } from '../../../engine/periods';
 import { levelSummary, pointsHistogram, userPoints } from '../../../services/points-reads';
 import { loadUser, profileAttributes, profileTz } from '../../../services/user-reads';
-import { invalidAttributeKeys, notFound, unprocessable } from '../../../errors';
+import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { appError, jsonResponse, mount, type RoutesApp, routesTagged } from '../../openapi';
 import { attributeFilters } from '../../../wire/common';
 import { awardResponse, boostResponse, triggerResponse } from '../../../wire/points';
 import { levelOf, levelResponse, systemBase } from '../../../engine/levels';
-import { queryAttributeFilter, queryBool, queryInt, userIdParam } from '../../validate';
+import {
+  queryAttributeFilter,
+  requireKnownUserAttributes,
+  queryBool,
+  queryInt,
+  userIdParam,
+} from '../../validate';
 
 function system(snap: Snapshot, key: string): PointsSystemConfig {
   const sys = snap.systemsByKey.get(key);
@@ -21,9 +25,116 @@ function system(snap: Snapshot, key: string): PointsSystemConfig {
   return sys;
 }
 
+const route = routesTagged(['points']);
+const key = z.object({ key: z.string() });
+const userKey = z.object({ id: z.string(), key: z.string() });
+const level = z
+  .object({
+    id: z.string(),
+    key: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    badgeUrl: z.string().nullable(),
+    points: z.number().int(),
+  })
+  .openapi('PointsLevel');
+const boost = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    status: z.enum(['scheduled', 'active', 'finished']),
+    start: z.string(),
+    end: z.string().nullable(),
+    multiplier: z.number(),
+    rounding: z.enum(['down', 'up', 'nearest']),
+  })
+  .openapi('PointsBoost');
+const base = {
+  id: z.string(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  badgeUrl: z.string().nullable(),
+  maxPoints: z.number().int().nullable(),
+};
+const trigger = z.object({ id: z.string(), type: z.string(), points: z.number().int() }).passthrough();
+
+const userPointsRoute = route('get', '/users/{id}/points/{key}', {
+  summary: "A user's total, level and most recent awards in a points system",
+  request: { params: userKey, query: z.object({ awards: z.number().int().min(1).max(100).optional() }) },
+  responses: {
+    200: jsonResponse(
+      'User points',
+      z
+        .object({
+          ...base,
+          total: z.number().int(),
+          level: level.nullable(),
+          awards: z.array(z.object({ id: z.string(), awarded: z.number().int() }).passthrough()),
+        })
+        .openapi('GetUserPointsResponse'),
+    ),
+    404: appError,
+    422: appError,
+  },
+});
+
+const getSystem = route('get', '/points/{key}', {
+  summary: 'A points system with its active triggers',
+  request: { params: key },
+  responses: {
+    200: jsonResponse(
+      'Points system',
+      z.object({ ...base, triggers: z.array(trigger) }).openapi('PointsSystemResponse'),
+    ),
+    404: appError,
+  },
+});
+
+const systemSummary = route('get', '/points/{key}/summary', {
+  summary: "Histogram of users' totals: exactly 11 ranges",
+  request: { params: key, query: z.object({ userAttributes: z.string().optional() }) },
+  responses: {
+    200: jsonResponse(
+      'Ranges',
+      z.array(z.object({ from: z.number().int(), to: z.number().int(), users: z.number().int() })),
+    ),
+    404: appError,
+    422: appError,
+  },
+});
+
+const systemLevels = route('get', '/points/{key}/levels', {
+  summary: 'Levels of a points system, ascending by threshold',
+  request: { params: key },
+  responses: { 200: jsonResponse('Levels', z.array(level)), 404: appError },
+});
+
+const systemLevelSummary = route('get', '/points/{key}/level-summary', {
+  summary: 'Users currently at each level',
+  request: { params: key },
+  responses: {
+    200: jsonResponse('Level summary', z.array(z.object({ level, users: z.number().int() }))),
+    404: appError,
+    422: appError,
+  },
+});
+
+const systemBoosts = route('get', '/points/{key}/boosts', {
+  summary: 'Global and cohort boosts of a points system (status on the UTC date)',
+  request: { params: key, query: z.object({ includeFinished: z.enum(['true', 'false']).optional() }) },
+  responses: { 200: jsonResponse('Boosts', z.array(boost)), 404: appError, 422: appError },
+});
+
+const userBoosts = route('get', '/users/{id}/points/{key}/boosts', {
+  summary: "Active and scheduled boosts that apply to a user (the user's local date)",
+  request: { params: userKey },
+  responses: { 200: jsonResponse('Boosts', z.array(boost)), 404: appError },
+});
+
 /** Points reads (application-api §6.8: #15, #21, #22, E1–E4). */
-export function mountPoints(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  app.get('/users/:id/points/:key', async (c) => {
+export function mountPoints(app: RoutesApp, deps: Deps): void {
+  mount(app, userPointsRoute, async (c) => {
     const count = queryInt(c, 'awards', 10, 1, 100);
     const userId = userIdParam(c);
     const state = await loadUser(deps, userId);
@@ -41,7 +152,7 @@ export function mountPoints(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     });
   });
 
-  app.get('/points/:key', (c) => {
+  mount(app, getSystem, (c) => {
     const snap = deps.catalog.snapshot;
     const sys = system(snap, c.req.param('key'));
     return c.json({
@@ -50,30 +161,27 @@ export function mountPoints(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     });
   });
 
-  app.get('/points/:key/summary', async (c) => {
+  mount(app, systemSummary, async (c) => {
     const filter = queryAttributeFilter(c);
     const snap = deps.catalog.snapshot;
     const sys = system(snap, c.req.param('key'));
-    if (filter) {
-      const unknown = filter.map(([k]) => k).filter((k) => !snap.userAttributesByKey.has(k));
-      if (unknown.length) throw invalidAttributeKeys(unknown);
-    }
+    if (filter) requireKnownUserAttributes(snap, filter);
     return c.json(await pointsHistogram(deps, sys, filter));
   });
 
-  app.get('/points/:key/levels', (c) => {
+  mount(app, systemLevels, (c) => {
     const sys = system(deps.catalog.snapshot, c.req.param('key'));
     return c.json(sys.levels.map(levelResponse));
   });
 
-  app.get('/points/:key/level-summary', async (c) => {
+  mount(app, systemLevelSummary, async (c) => {
     const sys = system(deps.catalog.snapshot, c.req.param('key'));
     if (sys.levels.length === 0) throw unprocessable('No levels configured on the points system');
     const summary = await levelSummary(deps, sys);
     return c.json(summary.map((s) => ({ level: levelResponse(s.level), users: s.users })));
   });
 
-  app.get('/points/:key/boosts', (c) => {
+  mount(app, systemBoosts, (c) => {
     const includeFinished = queryBool(c, 'includeFinished', false);
     const sys = system(deps.catalog.snapshot, c.req.param('key'));
     const today = utcDate(deps.clock.now());
@@ -85,7 +193,7 @@ export function mountPoints(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
     );
   });
 
-  app.get('/users/:id/points/:key/boosts', async (c) => {
+  mount(app, userBoosts, async (c) => {
     const userId = userIdParam(c);
     const state = await loadUser(deps, userId);
     if (!state) throw notFound('User not found');
@@ -104,134 +212,5 @@ export function mountPoints(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegi
         .filter((b) => boostStatus(b.start, b.end, today) !== 'finished')
         .map((b) => boostResponse(b, today)),
     );
-  });
-
-  document(registry);
-}
-
-function document(registry: OpenAPIRegistry): void {
-  const error = { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
-  const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
-  const tags = ['points'];
-  const key = z.object({ key: z.string() });
-  const userKey = z.object({ id: z.string(), key: z.string() });
-  const level = z
-    .object({
-      id: z.string(),
-      key: z.string(),
-      name: z.string(),
-      description: z.string().nullable(),
-      badgeUrl: z.string().nullable(),
-      points: z.number().int(),
-    })
-    .openapi('PointsLevel');
-  const boost = z
-    .object({
-      id: z.string(),
-      name: z.string(),
-      status: z.enum(['scheduled', 'active', 'finished']),
-      start: z.string(),
-      end: z.string().nullable(),
-      multiplier: z.number(),
-      rounding: z.enum(['down', 'up', 'nearest']),
-    })
-    .openapi('PointsBoost');
-  const base = {
-    id: z.string(),
-    key: z.string(),
-    name: z.string(),
-    description: z.string().nullable(),
-    badgeUrl: z.string().nullable(),
-    maxPoints: z.number().int().nullable(),
-  };
-  const trigger = z.object({ id: z.string(), type: z.string(), points: z.number().int() }).passthrough();
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/points/{key}',
-    tags,
-    summary: "A user's total, level and most recent awards in a points system",
-    request: { params: userKey, query: z.object({ awards: z.number().int().min(1).max(100).optional() }) },
-    responses: {
-      200: {
-        description: 'User points',
-        ...json(
-          z
-            .object({
-              ...base,
-              total: z.number().int(),
-              level: level.nullable(),
-              awards: z.array(z.object({ id: z.string(), awarded: z.number().int() }).passthrough()),
-            })
-            .openapi('GetUserPointsResponse'),
-        ),
-      },
-      404: error,
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/points/{key}',
-    tags,
-    summary: 'A points system with its active triggers',
-    request: { params: key },
-    responses: {
-      200: {
-        description: 'Points system',
-        ...json(z.object({ ...base, triggers: z.array(trigger) }).openapi('PointsSystemResponse')),
-      },
-      404: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/points/{key}/summary',
-    tags,
-    summary: "Histogram of users' totals: exactly 11 ranges",
-    request: { params: key, query: z.object({ userAttributes: z.string().optional() }) },
-    responses: {
-      200: {
-        description: 'Ranges',
-        ...json(z.array(z.object({ from: z.number().int(), to: z.number().int(), users: z.number().int() }))),
-      },
-      404: error,
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/points/{key}/levels',
-    tags,
-    summary: 'Levels of a points system, ascending by threshold',
-    request: { params: key },
-    responses: { 200: { description: 'Levels', ...json(z.array(level)) }, 404: error },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/points/{key}/level-summary',
-    tags,
-    summary: 'Users currently at each level',
-    request: { params: key },
-    responses: {
-      200: { description: 'Level summary', ...json(z.array(z.object({ level, users: z.number().int() }))) },
-      404: error,
-      422: error,
-    },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/points/{key}/boosts',
-    tags,
-    summary: 'Global and cohort boosts of a points system (status on the UTC date)',
-    request: { params: key, query: z.object({ includeFinished: z.enum(['true', 'false']).optional() }) },
-    responses: { 200: { description: 'Boosts', ...json(z.array(boost)) }, 404: error, 422: error },
-  });
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/points/{key}/boosts',
-    tags,
-    summary: "Active and scheduled boosts that apply to a user (the user's local date)",
-    request: { params: userKey },
-    responses: { 200: { description: 'Boosts', ...json(z.array(boost)) }, 404: error },
   });
 }

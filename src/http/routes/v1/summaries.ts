@@ -1,4 +1,5 @@
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
+import { splitUserHash } from '../../../redis/user-hash';
 import type { Deps } from '../../../deps';
 import { metricEventSummary, pointsEventSummary } from '../../../services/event-summary';
 import { dayIndex, isValidTimeZone, localDate, parseDate } from '../../../engine/periods';
@@ -6,8 +7,7 @@ import type { SummaryAggregation } from '../../../engine/summary-buckets';
 import { type WrappedPeriodData, wrapped } from '../../../services/wrapped';
 import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
-import type { AppEnv } from '../../../app-env';
-import { ErrorBodySchema, type OpenAPIRegistry } from '../../openapi';
+import { createRoute, ErrorBodySchema, mount, type RoutesApp } from '../../openapi';
 import { achievementResponse } from '../../../wire/achievements';
 import { userResponse } from '../../../wire/users';
 import { queryDate, queryInt, queryOne } from '../../validate';
@@ -41,7 +41,7 @@ function summaryQuery(c: Context): { aggregation: SummaryAggregation; start: str
 
 /** The stored profile of an existing user (404 otherwise). */
 async function profileOf(deps: Deps, id: string): Promise<Record<string, string>> {
-  const profile = await deps.redis.hgetall(deps.keys.user(id).profile);
+  const { profile } = splitUserHash(await deps.redis.hgetall(deps.keys.user(id).hash));
   if (!profile.created) throw notFound('User not found');
   return profile;
 }
@@ -63,9 +63,70 @@ function periodResponse(deps: Deps, d: WrappedPeriodData) {
   };
 }
 
+const error = { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
+const summaryItem = z
+  .object({ date: z.string(), total: z.number(), change: z.number() })
+  .openapi('MetricEventSummaryItem');
+
+/** The event summary of a user's metric or points system. */
+const summaryRoute = <P extends string>(path: P, section: 'metrics' | 'points', what: string) =>
+  createRoute({
+    method: 'get',
+    path,
+    tags: [section],
+    summary: `A user's ${what} change and total per day, week or month (user's local calendar)`,
+    request: {
+      params: z.object({ id: z.string(), key: z.string() }),
+      query: z.object({
+        aggregation: z.enum(AGGREGATIONS),
+        startDate: z.string().describe('YYYY-MM-DD, before endDate'),
+        endDate: z.string().describe('YYYY-MM-DD, at most 400 days after startDate'),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'Buckets, oldest first',
+        content: { 'application/json': { schema: z.array(summaryItem) } },
+      },
+      404: error,
+      422: error,
+    },
+  });
+
+const metricSummaryRoute = summaryRoute('/users/{id}/metrics/{key}/event-summary', 'metrics', 'metric');
+const pointsSummaryRoute = summaryRoute('/users/{id}/points/{key}/event-summary', 'points', 'points');
+
+const wrappedRoute = createRoute({
+  method: 'get',
+  path: '/users/{id}/wrapped',
+  tags: ['users'],
+  summary: "A user's year in review",
+  request: {
+    params: z.object({ id: z.string() }),
+    query: z.object({ year: z.number().int().min(1).optional() }),
+  },
+  responses: {
+    200: {
+      description: 'WrappedResponse',
+      content: {
+        'application/json': {
+          schema: z
+            .object({
+              user: z.object({ id: z.string() }).passthrough(),
+              activity: z.object({}).passthrough(),
+            })
+            .openapi('WrappedResponse'),
+        },
+      },
+    },
+    404: error,
+    422: error,
+  },
+});
+
 /** Event summaries (#12, #16) and wrapped (#18). */
-export function mountSummaries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIRegistry): void {
-  app.get('/users/:id/metrics/:key/event-summary', async (c) => {
+export function mountSummaries(app: RoutesApp, deps: Deps): void {
+  mount(app, metricSummaryRoute, async (c) => {
     const q = summaryQuery(c);
     const id = userId(c);
     await profileOf(deps, id);
@@ -74,7 +135,7 @@ export function mountSummaries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
     return c.json(await metricEventSummary(deps, id, metric.id, q.aggregation, q.start, q.end));
   });
 
-  app.get('/users/:id/points/:key/event-summary', async (c) => {
+  mount(app, pointsSummaryRoute, async (c) => {
     const q = summaryQuery(c);
     const id = userId(c);
     await profileOf(deps, id);
@@ -83,7 +144,7 @@ export function mountSummaries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
     return c.json(await pointsEventSummary(deps, id, sys.id, q.aggregation, q.start, q.end));
   });
 
-  app.get('/users/:id/wrapped', async (c) => {
+  mount(app, wrappedRoute, async (c) => {
     const given = queryOne(c, 'year') === undefined ? undefined : queryInt(c, 'year', 0, 1, 1_000_000);
     const id = userId(c);
     const profile = await profileOf(deps, id);
@@ -111,64 +172,5 @@ export function mountSummaries(app: Hono<AppEnv>, deps: Deps, registry: OpenAPIR
         },
       },
     });
-  });
-
-  const error = { description: 'Error', content: { 'application/json': { schema: ErrorBodySchema } } };
-  const summaryItem = z
-    .object({ date: z.string(), total: z.number(), change: z.number() })
-    .openapi('MetricEventSummaryItem');
-  const summaryRequest = {
-    query: z.object({
-      aggregation: z.enum(AGGREGATIONS),
-      startDate: z.string().describe('YYYY-MM-DD, before endDate'),
-      endDate: z.string().describe('YYYY-MM-DD, at most 400 days after startDate'),
-    }),
-  };
-  for (const [section, what] of [
-    ['metrics', 'metric'],
-    ['points', 'points'],
-  ] as const) {
-    registry.registerPath({
-      method: 'get',
-      path: `/v1/users/{id}/${section}/{key}/event-summary`,
-      tags: [section],
-      summary: `A user's ${what} change and total per day, week or month (user's local calendar)`,
-      request: { params: z.object({ id: z.string(), key: z.string() }), ...summaryRequest },
-      responses: {
-        200: {
-          description: 'Buckets, oldest first',
-          content: { 'application/json': { schema: z.array(summaryItem) } },
-        },
-        404: error,
-        422: error,
-      },
-    });
-  }
-  registry.registerPath({
-    method: 'get',
-    path: '/v1/users/{id}/wrapped',
-    tags: ['users'],
-    summary: "A user's year in review",
-    request: {
-      params: z.object({ id: z.string() }),
-      query: z.object({ year: z.number().int().min(1).optional() }),
-    },
-    responses: {
-      200: {
-        description: 'WrappedResponse',
-        content: {
-          'application/json': {
-            schema: z
-              .object({
-                user: z.object({ id: z.string() }).passthrough(),
-                activity: z.object({}).passthrough(),
-              })
-              .openapi('WrappedResponse'),
-          },
-        },
-      },
-      404: error,
-      422: error,
-    },
   });
 }

@@ -1,0 +1,84 @@
+/**
+ * One user's state is one Redis hash (`keys.user(id).hash`): the profile's fields as they are (id,
+ * created, updated, tz, email, name, sub, dt, seq, a:<attribute>, p:<notification type>) and every
+ * other part under a one-letter prefix. One HGETALL reads a user, one HSET writes an op's changes
+ * (lua/lib/user.lua is the Lua side of this layout). Beside it, in the same slot, live only what
+ * cannot be a field: the streak period history (a string), the recent awards (lists), the
+ * idempotency buckets (expiring) and reply markers (expiring).
+ */
+
+/** Prefix of each part's fields in the user hash (the profile's fields have none). */
+export const USER_PARTS = {
+  /** metricId -> total in millionths. */
+  metrics: 'm:',
+  /** Running counters: af:<achievementId>, mtT:/mtH:<triggerId>:<epoch>, tt:<triggerId>, fz. */
+  counters: 'c:',
+  /** achievementId -> completion "<at ms>|<completion id>" (decodeCompletion). */
+  achievements: 'd:',
+  /** systemId -> points total. */
+  points: 'n:',
+  /** Streak fields (epoch, length, freezes, longest, longestAt, curIdx, curMet, …, s:<metricId> sums). */
+  streak: 's:',
+  /** boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run before it. */
+  boards: 'b:',
+  /** boardId -> seq of the latest op whose board move the API applied (lets the writer skip repairs). */
+  applied: 'r:',
+} as const;
+
+export type UserPart = keyof typeof USER_PARTS;
+
+/** A user hash split into its parts, each without its prefix. */
+export type UserHashParts = { profile: Record<string, string> } & Record<UserPart, Record<string, string>>;
+
+const PART_OF = new Map<string, UserPart>(
+  (Object.entries(USER_PARTS) as Array<[UserPart, string]>).map(([part, prefix]) => [prefix[0]!, part]),
+);
+
+/** The part a field belongs to, or undefined for a profile field. */
+function partOf(field: string): UserPart | undefined {
+  return field.charCodeAt(1) === 58 /* ':' */ ? PART_OF.get(field[0]!) : undefined;
+}
+
+/** Splits a user hash (HGETALL) into the profile and the other parts. */
+export function splitUserHash(raw: Record<string, string>): UserHashParts {
+  const out: UserHashParts = {
+    profile: {},
+    metrics: {},
+    counters: {},
+    achievements: {},
+    points: {},
+    streak: {},
+    boards: {},
+    applied: {},
+  };
+  for (const [field, value] of Object.entries(raw)) {
+    const part = partOf(field);
+    if (part) out[part][field.slice(2)] = value;
+    else out.profile[field] = value;
+  }
+  return out;
+}
+
+/** The flat user hash of the given parts (inverse of splitUserHash). */
+export function joinUserHash(parts: Partial<UserHashParts>): Record<string, string> {
+  const out: Record<string, string> = { ...parts.profile };
+  for (const part of Object.keys(USER_PARTS) as UserPart[]) {
+    for (const [field, value] of Object.entries(parts[part] ?? {})) out[USER_PARTS[part] + field] = value;
+  }
+  return out;
+}
+
+/**
+ * A stored completion: "<at ms>|<completion id>" (50 bytes for a UUID, so the user hash stays within
+ * Redis's compact listpack encoding, whose values are at most 64 bytes by default), or the JSON
+ * {"at":…,"cid":…} of layout 1 (65 bytes).
+ */
+export function decodeCompletion(raw: string | undefined): { cid: string; at: number } | null {
+  if (!raw) return null;
+  if (raw.startsWith('{')) return JSON.parse(raw) as { cid: string; at: number };
+  const bar = raw.indexOf('|');
+  return { at: Number(raw.slice(0, bar)), cid: raw.slice(bar + 1) };
+}
+
+/** The field of one part's entry in the user hash: userField('metrics', id) = "m:<id>". */
+export const userField = (part: UserPart, name: string): string => USER_PARTS[part] + name;

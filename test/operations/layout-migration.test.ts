@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { isCluster } from '../../src/redis/client';
+import { Keys } from '../../src/redis/keys';
+import { verifyState } from '../../src/rebuild/verify';
+import { LAYOUT_VERSION, migrateLayout } from '../../src/redis/layout';
+import { decodeCompletion, splitUserHash, USER_PARTS, type UserPart } from '../../src/redis/user-hash';
+import { drain } from '../helpers/rebuild';
+import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+
+// Layout 1 kept one hash per part of a user's state; layout 2 keeps one user hash
+// (src/redis/user-hash.ts). The start-up migration (src/redis/layout.ts, lua/migrateUser.lua) moves
+// every layout-1 user in place. The layout-1 keys below are written by hand because no code path
+// writes them any more: they are what the previous version left in Redis.
+
+const DAY = 86_400_000;
+let t: TestServer;
+
+const send = (user: string, value: number) =>
+  t.api('POST', '/v1/metrics/visits/event', { user: { id: user }, value });
+
+/** Rewrites a layout-2 user as the previous version stored it (optionally with per-period streak fields). */
+async function toLayout1(user: string, legacyPeriods?: Record<string, string>) {
+  const k = t.deps.keys.user(user);
+  const parts = splitUserHash(await t.deps.redis.hgetall(k.hash));
+  const legacy = k.legacy();
+  await t.deps.redis.del(k.hash);
+  await t.deps.redis.hset(k.hash, parts.profile);
+  // Layout 1 stored completions as JSON.
+  const completions = Object.fromEntries(
+    Object.entries(parts.achievements).map(([id, raw]) => {
+      const c = decodeCompletion(raw)!;
+      return [id, `{"at":${c.at},"cid":"${c.cid}"}`];
+    }),
+  );
+  for (const part of Object.keys(USER_PARTS) as UserPart[]) {
+    const fields = {
+      ...(part === 'achievements' ? completions : parts[part]),
+      ...(part === 'streak' ? legacyPeriods : {}),
+    };
+    if (Object.keys(fields).length) await t.deps.redis.hset(legacy[part], fields);
+  }
+  return parts;
+}
+
+const reads = async (user: string) =>
+  Promise.all(
+    [
+      `/v1/users/${user}`,
+      `/v1/users/${user}/metrics`,
+      `/v1/users/${user}/streak?historyPeriods=5`,
+      `/v1/users/${user}/points/xp`,
+      `/v1/users/${user}/achievements?includeIncomplete=true`,
+    ].map(async (path) => {
+      const r = await t.api('GET', path);
+      expect(r.status).toBe(200);
+      return r.body;
+    }),
+  );
+
+beforeAll(async () => {
+  t = await createTestServer({ now: '2025-09-01T12:00:00Z' });
+  const [m] = await adminCreate(t, '/metrics', [{ key: 'visits', name: 'Visits' }]);
+  expect(
+    (
+      await t.admin('PATCH', '/streaks/settings', {
+        enabled: true,
+        frequency: 'daily',
+        mode: 'all',
+        conditions: [{ metricId: m.id, threshold: 1 }],
+      })
+    ).status,
+  ).toBe(200);
+  const [s] = await adminCreate(t, '/points', [{ key: 'xp', name: 'XP' }]);
+  await adminCreate(t, `/points/${s.id}/triggers`, [
+    { type: 'metric', points: 5, metricId: m.id, metricThreshold: 1, status: 'active' },
+  ]);
+  await adminCreate(t, '/achievements', [
+    { key: 'first', name: 'First', trigger: 'metric', metricId: m.id, metricValue: 1, status: 'active' },
+  ]);
+  await adminCreate(t, '/leaderboards', [
+    {
+      key: 'all-time',
+      name: 'All time',
+      rankBy: 'metric',
+      metricId: m.id,
+      start: '2025-01-01',
+      status: 'active',
+    },
+  ]);
+  await t.deps.catalog.reload();
+});
+afterAll(async () => t.close());
+
+describe('Redis layout migration', () => {
+  it('moves a layout-1 user into the user hash, reads and later events unchanged', async () => {
+    const base = t.clock.now();
+    for (const [d, v] of [
+      [0, 2],
+      [1, 3],
+    ] as const) {
+      t.clock.set(base + d * DAY);
+      expect((await send('old-1', v)).status).toBe(201);
+    }
+    const hashBefore = await t.deps.redis.hgetall(t.deps.keys.user('old-1').hash);
+    const answers = await reads('old-1');
+
+    const parts = await toLayout1('old-1');
+    expect(Object.keys(parts.metrics)).toHaveLength(1);
+    expect(Object.keys(parts.achievements)).toHaveLength(1);
+    expect(parts.streak.length).toBe('2');
+    await t.deps.redis.del(t.deps.keys.global.layout);
+
+    expect(await migrateLayout(t.deps)).toBe(1);
+    expect(await t.deps.redis.get(t.deps.keys.global.layout)).toBe(LAYOUT_VERSION);
+    expect(await t.deps.redis.hgetall(t.deps.keys.user('old-1').hash)).toEqual(hashBefore);
+    // Compact again: every value within the listpack's 64 bytes.
+    expect(await t.deps.redis.object('ENCODING', t.deps.keys.user('old-1').hash)).toBe('listpack');
+    const legacy = Object.values(t.deps.keys.user('old-1').legacy());
+    expect(await t.deps.redis.exists(...legacy)).toBe(0);
+    expect(await reads('old-1')).toEqual(answers);
+
+    // The next event continues the user's state.
+    t.clock.set(base + 2 * DAY);
+    const next = await send('old-1', 1);
+    expect(next.status).toBe(201);
+    expect(next.body.total).toBe(6);
+    expect(next.body.currentStreak.length).toBe(3);
+    expect(next.body.points.xp.total).toBe(30);
+    await drain(t);
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+
+  it('folds the per-period streak fields of an older layout into the bounded history', async () => {
+    const base = Date.parse('2025-10-01T12:00:00Z');
+    t.clock.set(base);
+    expect((await send('old-2', 1)).status).toBe(201);
+    const today = Math.floor(base / DAY);
+    const k = t.deps.keys.user('old-2');
+    const epoch = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak.epoch!;
+    await t.deps.redis.del(k.streakHistory);
+    // One field per period; one of an earlier settings epoch, which is discarded.
+    await toLayout1('old-2', {
+      [`h:${epoch}:${today}`]: '1|0|0',
+      [`h:${Number(epoch) - 1}:${today - 5}`]: '9|0|0',
+    });
+    await t.deps.redis.del(t.deps.keys.global.layout);
+    expect(await migrateLayout(t.deps)).toBe(1);
+    const streak = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak;
+    expect(Object.keys(streak).filter((f) => f.startsWith('h:'))).toEqual([]);
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(`${today}:1`);
+    t.clock.set(base + DAY);
+    expect((await send('old-2', 1)).body.currentStreak.length).toBe(2);
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(`${today}:1,${today + 1}:2`);
+  });
+
+  it('a fresh install records the version without scanning the keyspace', async () => {
+    const fresh = { ...t.deps, keys: new Keys(`${t.prefix}-fresh`, t.deps.keys.shards) };
+    const redis = t.deps.redis;
+    const scans = (isCluster(redis) ? redis.nodes('master') : [redis]).map((node) => vi.spyOn(node, 'scan'));
+    try {
+      expect(await migrateLayout(fresh)).toBe(0);
+      for (const scan of scans) expect(scan).not.toHaveBeenCalled();
+      expect(await t.deps.redis.get(fresh.keys.global.layout)).toBe(LAYOUT_VERSION);
+    } finally {
+      for (const scan of scans) scan.mockRestore();
+      await t.deps.redis.del(fresh.keys.global.layout);
+    }
+  });
+
+  it('runs once: a recorded version skips the scan; users already in layout 2 are left alone', async () => {
+    // A user whose id ends in a layout-1 suffix: its hash looks like another user's streak hash.
+    expect((await send('old-3:streak', 1)).status).toBe(201);
+    const own = await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash);
+    await t.deps.redis.del(t.deps.keys.global.layout);
+    expect(await migrateLayout(t.deps)).toBe(0);
+    expect(await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash)).toEqual(own);
+    expect(await t.deps.redis.exists(t.deps.keys.user('old-3').hash)).toBe(0);
+
+    await toLayout1('old-1');
+    // Recorded: not scanned again (a layout-1 user written after it stays until the version is cleared).
+    expect(await migrateLayout(t.deps)).toBe(0);
+    await t.deps.redis.del(t.deps.keys.global.layout);
+    expect(await migrateLayout(t.deps)).toBe(1);
+    expect((await t.api('GET', '/v1/users/old-1/metrics')).body[0].current).toBe(6);
+  });
+});
