@@ -30,8 +30,9 @@ KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[inp
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot); levels
         are thresholds only (plan.systems[i].lv)
 ARGV[2] input: JSON request and time context (src/services/user-op.ts)
-ARGV[3] wire: JSON of the plan's systems and levels as the webhooks show them (plan.ts), never decoded
-        here: copied beside the outbox record (field w) when the op has level news
+ARGV[3] wire: the id of the plan's wire objects (systems, levels, triggers, boosts as the webhooks show
+        them: wire_snapshots, src/services/wire-snapshots.ts), or that JSON; never decoded here:
+        copied beside the outbox record (field w) when the op has points or level news
 
 Reply: the op's record as JSON, the same string as the outbox entry's field r and the reply marker;
 the entry's field x holds what only the history writer needs (shapes: src/redis/user-script.ts), or {"replay": <event id>, total, streak} for a replayed
@@ -46,7 +47,7 @@ Nothing is written before every error check has passed.
 
 Several ops in one call (single Redis only: their users' keys are in different slots; used by event
 batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
-ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire JSON, KEYS = each op's
+ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire id (or JSON), KEYS = each op's
 keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
 (its own reply marker).
 

@@ -1,7 +1,7 @@
 -- The shard's outbox stream: one entry per committed op, read by the history writer
 -- (src/redis/user-script.ts parseRecord): r = the op's record (also the op's reply), x = what only the
--- history writer and rebuild need, w = the systems' and levels' wire objects at commit (when the op
--- has level news).
+-- history writer and rebuild need, w = the id of the wire objects at commit (wire_snapshots; when the
+-- op has points or level news).
 
 -- Redis TIME in µs as a decimal string: the commit order of records across processes.
 local function commitOrder()

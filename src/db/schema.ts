@@ -432,6 +432,18 @@ export const leaderboardRunResults = pgTable(
   (t) => [primaryKey({ columns: [t.leaderboardId, t.runStart, t.groupKey, t.userId] })],
 );
 
+/**
+ * The webhook wire objects of a plan as configured when an op committed (points systems, levels,
+ * triggers, the op's boosts: src/engine/plan.ts opWire), content-addressed. The user script's outbox
+ * record names them by id instead of carrying ~1 KB of JSON per op; the history writer resolves the id
+ * here. One row per distinct configuration (written once per API process), never per event.
+ */
+export const wireSnapshots = pgTable('wire_snapshots', {
+  id: text('id').primaryKey(),
+  body: text('body').notNull(),
+  created: created(),
+});
+
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {

@@ -299,15 +299,18 @@ export type PlanWire = z.infer<typeof wireSchema>;
 // ------------------------------------------------------------------------------ outbox records
 
 /** One outbox record as the history writer uses it: awards and levels per system resolved. */
-export type OutboxRecord = Omit<UserScriptRecord, 'awards' | 'levels' | 'points'> & {
+export type OutboxRecord = Omit<UserScriptRecord, 'awards' | 'levels'> & {
   awards: Array<{ sys: string; awards: LuaAward[] }>;
   /**
    * Levels before and after the op per system with awards (or a new user at a level), and the
-   * system's base fields, as configured at commit (false: no level). Absent in older records.
+   * system's base fields, as configured at commit (false: no level). Absent in older records; set by
+   * resolveLevels (src/services/wire-snapshots.ts resolveWires) from `points` and the wire objects.
    */
   levels?: Array<
     { sys: string; b: WireLevel | false; a: WireLevel | false; sb?: WireSystem } & WireAwardConfig
   >;
+  /** Field w: the id of the op's wire snapshot, or (older records) its JSON. */
+  wire?: string;
 };
 
 export interface OutboxEntry {
@@ -319,7 +322,8 @@ export interface OutboxEntry {
 
 // Every op of one configuration snapshot carries the same wire string: parsed once.
 const wires = new Map<string, PlanWire>();
-function wireOf(raw: string): PlanWire {
+/** The wire objects of a JSON string (validated; cached per string). */
+export function parseWire(raw: string): PlanWire {
   let wire = wires.get(raw);
   if (!wire) {
     if (wires.size >= 64) wires.clear();
@@ -330,10 +334,10 @@ function wireOf(raw: string): PlanWire {
 }
 
 /**
- * The record of an outbox entry's fields (r: the record, x: the writer's extras, w: the wire objects
- * at commit), or null. Both parts are validated with their schemas; the record is then completed in
- * place (no copy of the parsed object, no delete: the history writer reads every field of every
- * record, so the object keeps one shape).
+ * The record of an outbox entry's fields (r: the record, x: the writer's extras, w: the id of the wire
+ * objects at commit), or null. Both parts are validated with their schemas; the record is then
+ * completed in place (no copy of the parsed object, no delete: the history writer reads every field
+ * of every record, so the object keeps one shape). Its levels wait for resolveLevels.
  */
 export function parseRecord(fields: string[]): OutboxRecord | null {
   let raw: string | undefined;
@@ -348,26 +352,11 @@ export function parseRecord(fields: string[]): OutboxRecord | null {
   const parsed = recordSchema.parse(JSON.parse(raw));
   const points = parsed.points;
   let awards: OutboxRecord['awards'] = parsed.awards ?? [];
-  let levels: OutboxRecord['levels'] = parsed.levels;
   if (points) {
-    const wire = wireRaw ? wireOf(wireRaw) : {};
-    const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
     awards = [];
-    levels = [];
-    for (const p of points) {
-      if (p.awards.length > 0) awards.push({ sys: p.sys, awards: p.awards });
-      const w = wire[p.sys];
-      levels.push({
-        sys: p.sys,
-        b: level(p.sys, p.lb),
-        a: level(p.sys, p.la),
-        ...(w?.sb ? { sb: w.sb } : {}),
-        ...(w?.t ? { t: w.t } : {}),
-        ...(w?.bo ? { bo: w.bo } : {}),
-      });
-    }
+    for (const p of points) if (p.awards.length > 0) awards.push({ sys: p.sys, awards: p.awards });
   }
-  const out: OutboxRecord = Object.assign(parsed, { awards, levels, points: undefined });
+  const out: OutboxRecord = Object.assign(parsed, { awards, levels: parsed.levels, wire: wireRaw });
   if (extraRaw !== undefined) {
     const extra = extraSchema.parse(JSON.parse(extraRaw));
     out.ts = extra.ts;
@@ -378,4 +367,27 @@ export function parseRecord(fields: string[]): OutboxRecord | null {
     out.profile = extra.profile;
   }
   return out;
+}
+
+/**
+ * A record's levels per system before and after the op, with the objects configured at commit, from
+ * its points and `wire` (the wire objects its field w names). Records without points keep theirs.
+ */
+export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
+  if (!r.points) return;
+  const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
+  const levels: NonNullable<OutboxRecord['levels']> = [];
+  for (const p of r.points) {
+    const w = wire[p.sys];
+    levels.push({
+      sys: p.sys,
+      b: level(p.sys, p.lb),
+      a: level(p.sys, p.la),
+      ...(w?.sb ? { sb: w.sb } : {}),
+      ...(w?.t ? { t: w.t } : {}),
+      ...(w?.bo ? { bo: w.bo } : {}),
+    });
+  }
+  r.levels = levels;
+  r.points = undefined;
 }

@@ -13,6 +13,7 @@ import { leaderboardStatus } from '../engine/leaderboard-status';
 import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
 import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
+import { wireRef } from './wire-snapshots';
 import { opWire, planFor, type Plan } from '../engine/plan';
 import { runContaining, runFinalizationMs } from '../engine/runs';
 
@@ -367,7 +368,10 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
   return result;
 }
 
-/** An op's wire objects (ARGV[3]): the plan's, with the boosts its attempt may apply. */
+/**
+ * An op's wire objects: the plan's, with the boosts its attempt may apply. The script's ARGV[3] is
+ * their id in wire_snapshots (src/services/wire-snapshots.ts wireRef).
+ */
 const wireOf = (p: PreparedOp, a: Attempt) => opWire(p.snap, p.compiled, a.boosts);
 
 /** The wire objects of one "__multi" call (one plan): with the boosts any of its ops may apply. */
@@ -392,8 +396,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const p = prepareOp(deps, op);
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
+    const ref = wireRef(deps, wireOf(p, a));
+    const wire = typeof ref === 'string' ? ref : await ref;
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wireOf(p, a)).then(oneReply),
+      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wire).then(oneReply),
     );
     const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
@@ -421,7 +427,7 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserO
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const keys = attempts.flatMap((a) => a.keys);
       const list = JSON.stringify(attempts.map((a) => ({ n: a.keys.length, input: a.input })));
-      const wire = multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!]));
+      const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
         deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, list, wire).then(replyList),
       );

@@ -9,6 +9,7 @@ import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds } from '../engine/periods';
 import { applyBoardUpdates } from '../services/leaderboards';
+import { resolveWires } from '../services/wire-snapshots';
 import { asArray } from '../services/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
@@ -72,6 +73,8 @@ export async function writeBatch(
   entries: OutboxEntry[],
   hooks: RecordHook[] = [],
 ): Promise<void> {
+  // Levels and configured objects as at commit, from the wire snapshots the records name.
+  await resolveWires(deps, entries);
   const profiles = new Map<string, ReturnType<typeof userRow>>();
   const eventRows: Array<Ms<typeof events.$inferInsert, 'created'>> = [];
   const awardRows: Array<Ms<typeof pointsAwards.$inferInsert, 'created'>> = [];

@@ -742,10 +742,13 @@ function redisDiff(a: Map<string, string>, b: Map<string, string>): string[] {
 let tables: string[] | undefined;
 /** Row count and a digest of the contents of every table. */
 async function postgresFingerprint(): Promise<string> {
+  // wire_snapshots is a content-addressed cache of the configuration's webhook objects: an op that
+  // reaches the user script stores its configuration's once per process, whatever the op's outcome
+  // (src/services/wire-snapshots.ts). It holds nothing of a request.
   tables ??= (
     await t.deps.sql<
       { tablename: string }[]
-    >`select tablename from pg_tables where schemaname = 'public' order by 1`
+    >`select tablename from pg_tables where schemaname = 'public' and tablename <> 'wire_snapshots' order by 1`
   ).map((r) => r.tablename);
   const q = tables
     .map(

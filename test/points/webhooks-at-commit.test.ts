@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseRecord } from '../../src/redis/user-script';
+import { resolveWires } from '../../src/services/wire-snapshots';
 import { userPart } from '../helpers/user-hash';
 import { userField } from '../../src/redis/user-hash';
 import { HistoryWriter } from '../../src/workers/history-writer';
@@ -254,5 +256,87 @@ describe('points totals are bounded like metric totals', () => {
     expect((await event('lessons', fresh, 10)).status).toBe(422);
     expect(await t.deps.redis.exists(t.deps.keys.user(fresh).hash)).toBe(0);
     await t.admin('DELETE', `/points?ids=${s.id}`);
+  });
+});
+
+describe('wire snapshots: the outbox names the configured objects instead of carrying them', () => {
+  /** Field w of the newest outbox entry of a user's shard. */
+  async function lastWire(user: string): Promise<string | undefined> {
+    const [[, fields] = ['', []]] = (await t.deps.redis.xrevrange(
+      t.deps.keys.user(user).outbox,
+      '+',
+      '-',
+      'COUNT',
+      1,
+    )) as Array<[string, string[]]>;
+    const i = fields.indexOf('w');
+    return i >= 0 ? fields[i + 1] : undefined;
+  }
+  const snapshots = async () =>
+    (await t.deps.sql<{ n: number }[]>`select count(*)::int as n from wire_snapshots`)[0]!.n;
+
+  it('stores one row per configuration, and every op of it names that row', async () => {
+    const s = await system('snap-a');
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 5, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    await adminCreate(t, `/points/${s.id}/levels`, [{ key: 'snap-l1', name: 'Snap one', points: 5 }]);
+    const users = [uid(), uid(), uid()];
+    expect((await event('lessons', users[0]!, 1)).status).toBe(201);
+    const rows = await snapshots();
+    await Promise.all(users.map((u) => event('lessons', u, 1)));
+    expect(await snapshots()).toBe(rows);
+    const ids = new Set(await Promise.all(users.map(lastWire)));
+    expect(ids.size).toBe(1);
+    const [id] = [...ids];
+    expect(id).toMatch(/^w[A-Za-z0-9_-]{27}$/);
+    const [row] = await t.deps.sql<{ body: string }[]>`select body from wire_snapshots where id = ${id!}`;
+    expect(JSON.parse(row!.body)[s.id].lv).toEqual([expect.objectContaining({ key: 'snap-l1', points: 5 })]);
+    // The webhooks are built from it.
+    const changed = (await hooks(users[1]!, 'points.changed')).filter((h) => h.points.key === 'snap-a');
+    expect(changed).toHaveLength(1);
+    expect(changed[0].points.level).toMatchObject({ key: 'snap-l1', name: 'Snap one' });
+  });
+
+  it('carries the JSON itself while Postgres cannot store a new configuration, with the same webhooks', async () => {
+    const s = await system('snap-b');
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points: 7, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    await adminCreate(t, `/points/${s.id}/levels`, [{ key: 'snap-l2', name: 'Snap two', points: 7 }]);
+    const insert = vi.spyOn(t.deps.db, 'insert').mockImplementationOnce(() => {
+      throw new Error('Postgres away');
+    });
+    const u = uid();
+    try {
+      expect((await event('lessons', u, 1)).status).toBe(201);
+    } finally {
+      insert.mockRestore();
+    }
+    const w = await lastWire(u);
+    expect(JSON.parse(w!)[s.id].sb).toMatchObject({ key: 'snap-b' });
+    const level = (await hooks(u, 'points.level_changed')).filter((h) => h.points.key === 'snap-b');
+    expect(level).toEqual([
+      expect.objectContaining({ previousLevel: null, newLevel: expect.objectContaining({ key: 'snap-l2' }) }),
+    ]);
+  });
+
+  it('a record naming a snapshot that is gone is still written, without the configured objects', async () => {
+    const u = uid();
+    expect((await event('lessons', u, 1)).status).toBe(201);
+    const uk = t.deps.keys.user(u);
+    const [entryId, fields] = (
+      (await t.deps.redis.xrevrange(uk.outbox, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>
+    )[0]!;
+    expect(fields).toContain('w');
+    const record = parseRecord(
+      fields.map((f: string, i: number) => (fields[i - 1] === 'w' ? 'wGoneGoneGoneGoneGoneGoneGone' : f)),
+    )!;
+    const entries = [{ entryId, shard: uk.shard, record }];
+    await resolveWires(t.deps, entries);
+    expect(record.levels!.every((l) => l.a === false && l.sb === undefined)).toBe(true);
+    expect(record.awards.length).toBeGreaterThan(0);
   });
 });

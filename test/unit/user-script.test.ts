@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { oneReply, parseRecord, parseReply, replyList } from '../../src/redis/user-script';
+import {
+  oneReply,
+  parseRecord,
+  parseReply,
+  parseWire,
+  replyList,
+  resolveLevels,
+} from '../../src/redis/user-script';
 
 const level = (n: number) => ({
   id: `lv${n}`,
@@ -55,14 +62,12 @@ const wire = { sys: { sb: system, lv: [level(1), level(2)] } };
 
 describe('user script contract (src/redis/user-script.ts)', () => {
   it('resolves an outbox entry: awards per system, levels from the wire objects at commit, field x merged', () => {
-    const r = parseRecord([
-      'r',
-      JSON.stringify(record),
-      'x',
-      JSON.stringify(extra),
-      'w',
-      JSON.stringify(wire),
-    ])!;
+    const r = parseRecord(['r', JSON.stringify(record), 'x', JSON.stringify(extra), 'w', 'wSomeId'])!;
+    // Field w names the wire snapshot; its levels wait for the objects it names.
+    expect(r.wire).toBe('wSomeId');
+    expect(r.levels).toBeUndefined();
+    resolveLevels(r, parseWire(JSON.stringify(wire)));
+    expect(r.points).toBeUndefined();
     expect(r.awards).toEqual([{ sys: 'sys', awards: [{ ...record.points[0]!.awards[0], boosts: [] }] }]);
     expect(r.levels).toEqual([{ sys: 'sys', b: false, a: level(2), sb: system }]);
     expect(r.boards).toEqual([]);
