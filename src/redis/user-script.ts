@@ -242,6 +242,21 @@ export function parseReply(raw: string): UserScriptReply {
   return { kind: 'record', record: recordSchema.parse(json) };
 }
 
+/**
+ * What a caller that needs no result (a batch item) must still do after a reply, read from the few
+ * fields that decide it without building the record: 'done' (a record whose board moves the script
+ * made itself: board.ap on every board), 'replayed' (an idempotency replay), or 'full' (an error, or
+ * boards left to move: parseReply and the whole handling).
+ */
+export function quietOutcome(raw: string): 'done' | 'replayed' | 'full' {
+  const json = JSON.parse(raw) as { err?: unknown; replay?: unknown; boards?: unknown };
+  if (json.err !== undefined) return 'full';
+  if (typeof json.replay === 'string') return 'replayed';
+  if (!Array.isArray(json.boards)) return 'full';
+  for (const b of json.boards as Array<{ ap?: unknown } | null>) if (b?.ap !== true) return 'full';
+  return 'done';
+}
+
 // ------------------------------------------------------------------------------ wire objects
 
 /** A level as webhooks show it (src/engine/levels.ts levelResponse). */

@@ -194,8 +194,8 @@ async function runChunk(deps: Deps, batch: AcceptedBatch, from: number, to: numb
               deps,
               part.map((i) => itemOp(batch, i)),
             ).then((results) =>
-              results.forEach((r, j) => {
-                if (r instanceof Error) refused(deps, batch, part[j]!, r);
+              results.forEach((err, j) => {
+                if (err) refused(deps, batch, part[j]!, err);
               }),
             ),
           );

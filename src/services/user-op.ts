@@ -5,7 +5,14 @@ import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
 import { decodeCompletion, userField } from '../redis/user-hash';
-import { type LuaMove, oneReply, parseReply, replyList, type UserScriptInput } from '../redis/user-script';
+import {
+  type LuaMove,
+  oneReply,
+  parseReply,
+  quietOutcome,
+  replyList,
+  type UserScriptInput,
+} from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from '../engine/boost-status';
 import { multiplierFraction } from '../engine/decimal';
@@ -288,6 +295,13 @@ function attemptOf(deps: Deps, p: PreparedOp) {
 
 type Attempt = ReturnType<typeof attemptOf>;
 
+/** What a committed op teaches this process: the user's zone, and its display name when it stored one. */
+function committed(p: PreparedOp, stored: boolean): void {
+  tzCache.set(p.op.user.id, p.tz);
+  // A replay stored nothing, so only a processed op may refresh the cached display name.
+  if (stored && p.op.user.name !== undefined) rememberUserName(p.op.user.id, p.op.user.name);
+}
+
 /** The result of a script reply, or the zone to retry with. */
 async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Promise<UserOpResult | 'retry'> {
   const { op, snap, keys, now } = p;
@@ -302,9 +316,9 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     }
     throw scriptError(reply.err);
   }
-  tzCache.set(op.user.id, tz);
   const ctx = { tz, localDate: date, periodIdx, now };
   if (reply.kind === 'replay') {
+    committed(p, false);
     const { replay } = reply;
     return {
       ...ctx,
@@ -323,8 +337,7 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     };
   }
   const r = reply.record;
-  // A replay stored nothing, so only a processed op may refresh the cached display name.
-  if (op.user.name !== undefined) rememberUserName(op.user.id, op.user.name);
+  committed(p, true);
   // Levels come back as positions in the plan's lists: the objects are the plan's (as at commit).
   const levels = p.compiled.levels;
   const level = (sys: string, ref: number | false | undefined) =>
@@ -411,9 +424,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
  * Applies ops of different users in one script call per plan (single Redis only; lua/applyUserOp.lua
  * "__multi"): the plan is sent and decoded once, and the calls of a batch chunk overlap. Each op is
  * committed on its own, as runUserOp would; an op that must be retried (time zone) goes through
- * runUserOp. Per op: its result, or the error it would have thrown. Redis failing throws.
+ * runUserOp. Per op: null when it committed (or replayed), or the error it would have thrown; its
+ * result is not built (a batch answers none), unless boards remain to be moved. Redis failing throws.
  */
-export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserOpResult | Error>> {
+export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error | null>> {
   const prepared = ops.map((op) => prepareOp(deps, op));
   const byPlan = new Map<PreparedOp['compiled'], number[]>();
   prepared.forEach((p, i) => {
@@ -421,7 +435,7 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserO
     if (list) list.push(i);
     else byPlan.set(p.compiled, [i]);
   });
-  const out: Array<UserOpResult | Error> = new Array(ops.length);
+  const out: Array<Error | null> = new Array(ops.length).fill(null);
   await Promise.all(
     [...byPlan].map(async ([compiled, indexes]) => {
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
@@ -434,8 +448,11 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<UserO
       await Promise.all(
         indexes.map(async (i, j) => {
           try {
-            const r = await finishOp(deps, prepared[i]!, attempts[j]!, replies[j]!);
-            out[i] = r === 'retry' ? await runUserOp(deps, ops[i]!) : r;
+            const p = prepared[i]!;
+            const quiet = quietOutcome(replies[j]!);
+            if (quiet !== 'full') committed(p, quiet === 'done');
+            else if ((await finishOp(deps, p, attempts[j]!, replies[j]!)) === 'retry')
+              await runUserOp(deps, ops[i]!);
           } catch (err) {
             if (isInfrastructureError(err)) throw err;
             out[i] = err as Error;

@@ -138,6 +138,38 @@ describe('POST /admin/v1/metrics/events: processing', () => {
     expect(ids[0]!.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
+  it('moves every item on leaderboards: those the script moves and those with breakdowns the API moves', async () => {
+    const [laps] = await adminCreate(t, '/metrics', [{ key: 'laps', name: 'Laps' }]);
+    const plan = t.deps.catalog.snapshot.userAttributesByKey.get('plan')!;
+    await adminCreate(t, '/leaderboards', [
+      { key: 'laps-all', name: 'Laps', rankBy: 'metric', metricId: laps.id, status: 'active' },
+      {
+        key: 'laps-plan',
+        name: 'Laps by plan',
+        rankBy: 'metric',
+        metricId: laps.id,
+        breakdownAttributes: [plan.id],
+        status: 'active',
+      },
+    ]);
+    const users = Array.from({ length: 8 }, (_, i) => ({ id: `lb-${i}`, plan: i % 2 ? 'pro' : 'free' }));
+    const items = Array.from({ length: 40 }, (_, k) => {
+      const u = users[k % users.length]!;
+      return { key: 'laps', user: { id: u.id, attributes: { plan: u.plan } }, value: 1 + (k % 3) };
+    });
+    expect((await batch(items)).status).toBe(202);
+    const expected = new Map<string, number>();
+    for (const it of items) expected.set(it.user.id, (expected.get(it.user.id) ?? 0) + it.value);
+    const all = (await t.api('GET', '/v1/leaderboards/laps-all?limit=100')).body.rankings;
+    expect(new Map(all.map((r: any) => [r.userId, r.value]))).toEqual(expected);
+    const pro = (await t.api('GET', '/v1/leaderboards/laps-plan?userAttributes=plan%3Apro&limit=100')).body
+      .rankings;
+    expect(new Map(pro.map((r: any) => [r.userId, r.value]))).toEqual(
+      new Map([...expected].filter(([id]) => users.find((u) => u.id === id)!.plan === 'pro')),
+    );
+    expect(pro.map((r: any) => r.rank)).toEqual([1, 2, 3, 4]);
+  });
+
   it('skips items whose idempotencyKey was already used for the same user and metric', async () => {
     const first = await t.api(
       'POST',

@@ -4,6 +4,7 @@ import {
   parseRecord,
   parseReply,
   parseWire,
+  quietOutcome,
   replyList,
   resolveLevels,
 } from '../../src/redis/user-script';
@@ -110,6 +111,20 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     const r = parseRecord(['r', JSON.stringify(recompute)])!;
     expect(r.op).toBe('recompute');
     expect(r.streak.periods).toEqual([{ idx: 7, length: 3, freeze: false, pause: false }]);
+  });
+
+  it('tells a batch item whose reply needs no handling from one that does (quietOutcome)', () => {
+    const board = { id: 'b1', value: 1 };
+    expect(quietOutcome(JSON.stringify({ ...record, boards: [] }))).toBe('done');
+    expect(quietOutcome(JSON.stringify({ ...record, boards: [{ ...board, ap: true }] }))).toBe('done');
+    // A board the script did not move (another slot, a breakdown, a group it left) is the caller's.
+    expect(quietOutcome(JSON.stringify({ ...record, boards: [{ ...board, ap: true }, board] }))).toBe('full');
+    expect(quietOutcome(JSON.stringify({ err: 'TZ', tz: 'Europe/Paris' }))).toBe('full');
+    expect(quietOutcome(JSON.stringify({ err: 'METRIC_BOUND' }))).toBe('full');
+    expect(quietOutcome(JSON.stringify({ replay: 'e1', total: '1', streak: record.streak }))).toBe(
+      'replayed',
+    );
+    expect(quietOutcome(JSON.stringify({ ...record, boards: undefined }))).toBe('full');
   });
 
   it('refuses a record outside the contract rather than guessing', () => {
