@@ -260,28 +260,38 @@ describe('points totals are bounded like metric totals', () => {
 });
 
 describe('wire snapshots: the outbox names the configured objects instead of carrying them', () => {
-  /** Field w of the newest outbox entry of a user's shard. */
-  async function lastWire(user: string): Promise<string | undefined> {
-    const [[, fields] = ['', []]] = (await t.deps.redis.xrevrange(
+  /** The newest outbox entry of a user's shard (its id and fields). */
+  async function lastEntry(user: string): Promise<[string, string[]]> {
+    const [entry] = (await t.deps.redis.xrevrange(
       t.deps.keys.user(user).outbox,
       '+',
       '-',
       'COUNT',
       1,
     )) as Array<[string, string[]]>;
+    return entry!;
+  }
+  /** Field w of the newest outbox entry of a user's shard. */
+  async function lastWire(user: string): Promise<string | undefined> {
+    const [, fields] = await lastEntry(user);
     const i = fields.indexOf('w');
     return i >= 0 ? fields[i + 1] : undefined;
+  }
+  /** A new system (so a new configuration) with a metric trigger and one level at its points. */
+  async function leveled(key: string, points: number, level: { key: string; name: string }) {
+    const s = await system(key);
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
+    await adminCreate(t, `/points/${s.id}/triggers`, [
+      { type: 'metric', points, metricId, metricThreshold: 1, status: 'active' },
+    ]);
+    await adminCreate(t, `/points/${s.id}/levels`, [{ ...level, points }]);
+    return s;
   }
   const snapshots = async () =>
     (await t.deps.sql<{ n: number }[]>`select count(*)::int as n from wire_snapshots`)[0]!.n;
 
   it('stores one row per configuration, and every op of it names that row', async () => {
-    const s = await system('snap-a');
-    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
-    await adminCreate(t, `/points/${s.id}/triggers`, [
-      { type: 'metric', points: 5, metricId, metricThreshold: 1, status: 'active' },
-    ]);
-    await adminCreate(t, `/points/${s.id}/levels`, [{ key: 'snap-l1', name: 'Snap one', points: 5 }]);
+    const s = await leveled('snap-a', 5, { key: 'snap-l1', name: 'Snap one' });
     const users = [uid(), uid(), uid()];
     expect((await event('lessons', users[0]!, 1)).status).toBe(201);
     const rows = await snapshots();
@@ -300,12 +310,7 @@ describe('wire snapshots: the outbox names the configured objects instead of car
   });
 
   it('carries the JSON itself while Postgres cannot store a new configuration, with the same webhooks', async () => {
-    const s = await system('snap-b');
-    const metricId = t.deps.catalog.snapshot.metricsByKey.get('lessons')!.id;
-    await adminCreate(t, `/points/${s.id}/triggers`, [
-      { type: 'metric', points: 7, metricId, metricThreshold: 1, status: 'active' },
-    ]);
-    await adminCreate(t, `/points/${s.id}/levels`, [{ key: 'snap-l2', name: 'Snap two', points: 7 }]);
+    const s = await leveled('snap-b', 7, { key: 'snap-l2', name: 'Snap two' });
     const insert = vi.spyOn(t.deps.db, 'insert').mockImplementationOnce(() => {
       throw new Error('Postgres away');
     });
@@ -326,15 +331,12 @@ describe('wire snapshots: the outbox names the configured objects instead of car
   it('a record naming a snapshot that is gone is still written, without the configured objects', async () => {
     const u = uid();
     expect((await event('lessons', u, 1)).status).toBe(201);
-    const uk = t.deps.keys.user(u);
-    const [entryId, fields] = (
-      (await t.deps.redis.xrevrange(uk.outbox, '+', '-', 'COUNT', 1)) as Array<[string, string[]]>
-    )[0]!;
+    const [entryId, fields] = await lastEntry(u);
     expect(fields).toContain('w');
     const record = parseRecord(
       fields.map((f: string, i: number) => (fields[i - 1] === 'w' ? 'wGoneGoneGoneGoneGoneGoneGone' : f)),
     )!;
-    const entries = [{ entryId, shard: uk.shard, record }];
+    const entries = [{ entryId, shard: t.deps.keys.user(u).shard, record }];
     await resolveWires(t.deps, entries);
     expect(record.levels!.every((l) => l.a === false && l.sb === undefined)).toBe(true);
     expect(record.awards.length).toBeGreaterThan(0);
