@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import postgres from 'postgres';
 import { describe, expect, inject, it } from 'vitest';
-import type { Measurement } from '../../bench/lib/load';
+import { cpuFigures, type Measurement } from '../../bench/lib/load';
 import { cpuSeconds, PostgresCpu, postgresCpuSeconds, totalCpuSeconds } from '../../bench/lib/processes';
 import {
   type FigureInputs,
@@ -226,5 +226,20 @@ describe('bench CPU probes', () => {
     } finally {
       await db.end();
     }
+  });
+});
+
+describe('cpuFigures', () => {
+  it('computes µs per request from the unrounded cores, not from the 2-decimal value shown', () => {
+    // 10 s at 1,500/s; the API used 2.46 s of CPU (0.246 cores), Redis 2.54 s (0.254 cores): both show
+    // 0.25 cores, but cost 164 and 169 µs per request.
+    const { cpu, cpuUs } = cpuFigures(
+      { api: 100, redis: 50, gone: null },
+      { api: 102.46, redis: 52.54, gone: 3 },
+      10,
+      15_000,
+    );
+    expect(cpu).toEqual({ api: 0.25, redis: 0.25, gone: null });
+    expect(cpuUs).toEqual({ api: 164, redis: 169, gone: null });
   });
 });
