@@ -33,9 +33,12 @@ export function wireId(json: string): string {
 
 /**
  * What an op passes as its wire argument: the id of `json` once it is stored (at most one insert per
- * process and configuration), or `json` itself while Postgres cannot store it. Synchronous when known.
+ * process and configuration), or `json` itself while Postgres cannot store it; '' where no history is
+ * written. Synchronous when known.
  */
 export function wireRef(deps: Deps, json: string): string | Promise<string> {
+  // Replays (src/simulations/) write no outbox record: nothing will read the wire objects.
+  if (deps.history === false) return '';
   const id = wireId(json);
   let perDeps = stored.get(deps);
   if (!perDeps) {

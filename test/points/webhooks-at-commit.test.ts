@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseRecord } from '../../src/redis/user-script';
-import { resolveWires } from '../../src/services/wire-snapshots';
+import { resolveWires, wireRef } from '../../src/services/wire-snapshots';
 import { userPart } from '../helpers/user-hash';
 import { userField } from '../../src/redis/user-hash';
 import { HistoryWriter } from '../../src/workers/history-writer';
@@ -326,6 +326,13 @@ describe('wire snapshots: the outbox names the configured objects instead of car
     expect(level).toEqual([
       expect.objectContaining({ previousLevel: null, newLevel: expect.objectContaining({ key: 'snap-l2' }) }),
     ]);
+  });
+
+  it('stores nothing for ops that write no history (simulation replays)', async () => {
+    const rows = await snapshots();
+    expect(wireRef({ ...t.deps, history: false }, '{"replay-only":{}}')).toBe('');
+    expect(await wireRef(t.deps, '{"live":{}}')).toMatch(/^w/);
+    expect(await snapshots()).toBe(rows + 1);
   });
 
   it('a record naming a snapshot that is gone is still written, without the configured objects', async () => {
