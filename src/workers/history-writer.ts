@@ -15,7 +15,7 @@ import { type OutboxEntry, parseRecord } from '../redis/user-script';
 import { epochOf, writeRebuildRows } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { observeHistoryPass } from '../metrics/hooks';
-import { Runner, warnAndCount } from './runner';
+import { worker } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
@@ -287,25 +287,18 @@ export interface HistoryWriterOptions {
  * deletes. Several writers may run at once: the group gives each entry to one of them, and entries
  * left pending by a crashed writer are claimed after `claimIdleMs`.
  */
-export class HistoryWriter extends Runner {
-  private readonly consumer: string;
+export class HistoryWriter extends worker<HistoryWriterOptions>({
+  source: 'history_writer',
+  // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
+  message: 'history writer retrying',
+  backoff: () => ({ backoffMs: 100, maxBackoffMs: 5000 }),
+}) {
+  private readonly consumer =
+    this.opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   private readonly groupsReady = new Set<number>();
   private lastClaim = 0;
   /** Entries written since start (for tests and metrics). */
   written = 0;
-
-  constructor(
-    private readonly deps: Deps,
-    private readonly opts: HistoryWriterOptions = {},
-  ) {
-    // Postgres or Redis away: nothing was acknowledged; the same entries are retried.
-    super({
-      backoffMs: 100,
-      maxBackoffMs: 5000,
-      onError: warnAndCount(deps, 'history_writer', 'history writer retrying'),
-    });
-    this.consumer = opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  }
 
   private async ensureGroup(shard: number): Promise<void> {
     if (this.groupsReady.has(shard)) return;

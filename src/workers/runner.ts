@@ -91,9 +91,34 @@ export abstract class Runner {
   }
 }
 
-/** The usual `onError` of a worker: counts an unavailable backend (metrics) and logs a warning. */
-export const warnAndCount =
-  (deps: Deps, source: Parameters<typeof countBackendError>[0], message: string) => (err: unknown) => {
-    countBackendError(source, err);
-    deps.logger.warn({ err: (err as Error).message }, message);
-  };
+/** What a worker says about its failed passes, and how long it waits after them. */
+export interface WorkerFailures<O> {
+  /** The backend-error counter's source (metrics). */
+  source: Parameters<typeof countBackendError>[0];
+  /** The warning logged for each failed pass. */
+  message: string;
+  backoff: (opts: O, deps: Deps) => Pick<FailurePolicy, 'backoffMs' | 'maxBackoffMs'>;
+}
+
+/**
+ * The base class of a background worker: a Runner over the app's `deps` with the worker's options
+ * (`new Worker(deps, opts?)`), whose failed passes count an unavailable backend, log a warning and
+ * are retried after the backoff `failures` gives for those options.
+ */
+export function worker<O extends object>(failures: WorkerFailures<O>) {
+  abstract class Worker extends Runner {
+    constructor(
+      protected readonly deps: Deps,
+      protected readonly opts: O = {} as O,
+    ) {
+      super({
+        ...failures.backoff(opts, deps),
+        onError: (err) => {
+          countBackendError(failures.source, err);
+          deps.logger.warn({ err: (err as Error).message }, failures.message);
+        },
+      });
+    }
+  }
+  return Worker;
+}

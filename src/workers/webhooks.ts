@@ -9,7 +9,7 @@ import { webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { pruneDeliveries } from './webhook-events';
 import { observeWebhookAttempt } from '../metrics/hooks';
-import { Runner, warnAndCount } from './runner';
+import { worker } from './runner';
 
 const MINUTE = 60_000;
 
@@ -41,20 +41,14 @@ export interface DispatcherOptions {
   concurrency?: number;
 }
 
-export class WebhookDispatcher extends Runner {
+export class WebhookDispatcher extends worker<DispatcherOptions>({
+  source: 'webhooks',
+  message: 'webhook dispatcher retrying',
+  backoff: (opts) => ({ backoffMs: opts.idleSleepMs ?? 1000 }),
+}) {
   private lastPrune = 0;
   /** Attempts made since start (tests, metrics). */
   sent = 0;
-
-  constructor(
-    private readonly deps: Deps,
-    private readonly opts: DispatcherOptions = {},
-  ) {
-    super({
-      backoffMs: opts.idleSleepMs ?? 1000,
-      onError: warnAndCount(deps, 'webhooks', 'webhook dispatcher retrying'),
-    });
-  }
 
   protected async poll(): Promise<number> {
     // A pass that sent something is followed by another at once: more may have come due meanwhile.

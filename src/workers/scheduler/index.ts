@@ -18,11 +18,10 @@
 // from the configuration (few rows) and recorded with stable ids, so repeating it changes nothing.
 //
 // One file per job; due.ts holds what they share (claiming, markers, slots).
-import type { Deps } from '../../deps';
 import { resumeStreakEpoch, retryStreakRecomputes } from '../../services/streak-recompute';
 import { observeSchedulerPass } from '../../metrics/hooks';
 import { drainBoardChanges } from '../board-changes';
-import { Runner, warnAndCount } from '../runner';
+import { worker } from '../runner';
 import { boardChangedDue } from './board-changed';
 import { boosts } from './boosts';
 import type { JobContext, SchedulerOptions } from './due';
@@ -47,16 +46,12 @@ export interface SchedulerPass {
 }
 
 /** Runs every job once per pass, every SCHEDULER_INTERVAL_MS, in any number of copies. */
-export class Scheduler extends Runner {
-  private readonly ctx: JobContext;
-
-  constructor(deps: Deps, opts: SchedulerOptions = {}) {
-    super({
-      backoffMs: deps.config.SCHEDULER_INTERVAL_MS,
-      onError: warnAndCount(deps, 'scheduler', 'scheduler pass failed; retrying'),
-    });
-    this.ctx = { deps, opts };
-  }
+export class Scheduler extends worker<SchedulerOptions>({
+  source: 'scheduler',
+  message: 'scheduler pass failed; retrying',
+  backoff: (_opts, deps) => ({ backoffMs: deps.config.SCHEDULER_INTERVAL_MS }),
+}) {
+  private readonly ctx: JobContext = { deps: this.deps, opts: this.opts };
 
   protected async poll(): Promise<number> {
     await this.runOnce();
