@@ -69,34 +69,53 @@ const createUser = route('post', '/users', {
   },
 });
 
-const getUser = route('get', '/users/{id}', {
-  summary: 'A user',
-  request: { params },
-  responses: { 200: jsonResponse('The user', user), 404: appError, 422: appError },
-});
+/**
+ * A route on one user (`/users/{id}…`) answering `ok` (200). A route with a `body` may refuse it
+ * (400); one that `creates` the user never answers 404; every one refuses a bad id or value (422).
+ */
+const userRoute = <const M extends 'get' | 'put' | 'patch', const P extends string>(
+  method: M,
+  path: P,
+  doc: { summary: string; ok: ReturnType<typeof jsonResponse>; body?: z.ZodType; creates?: boolean },
+) =>
+  route(method, path, {
+    summary: doc.summary,
+    request: doc.body ? { params, body: jsonContent(doc.body) } : { params },
+    responses: {
+      200: doc.ok,
+      ...(doc.body ? { 400: appError } : {}),
+      ...(doc.creates ? {} : { 404: appError }),
+      422: appError,
+    },
+  });
 
-const identifyUser = route('put', '/users/{id}', {
+const theUser = jsonResponse('The user', user);
+const preferences = jsonResponse('Preferences', prefs);
+
+const getUser = userRoute('get', '/users/{id}', { summary: 'A user', ok: theUser });
+
+const identifyUser = userRoute('put', '/users/{id}', {
   summary: 'Identify: create or update the user with this id',
-  request: { params, body: jsonContent(UpdatedUserSchema) },
-  responses: { 200: jsonResponse('The user', user), 400: appError, 422: appError },
+  ok: theUser,
+  body: UpdatedUserSchema,
+  creates: true,
 });
 
-const updateUser = route('patch', '/users/{id}', {
+const updateUser = userRoute('patch', '/users/{id}', {
   summary: 'Update an existing user (absent or null fields are unchanged)',
-  request: { params, body: jsonContent(UpdatedUserSchema) },
-  responses: { 200: jsonResponse('The user', user), 400: appError, 404: appError, 422: appError },
+  ok: theUser,
+  body: UpdatedUserSchema,
 });
 
-const getPreferences = route('get', '/users/{id}/preferences', {
+const getPreferences = userRoute('get', '/users/{id}/preferences', {
   summary: "A user's notification preferences",
-  request: { params },
-  responses: { 200: jsonResponse('Preferences', prefs), 404: appError, 422: appError },
+  ok: preferences,
 });
 
-const updatePreferences = route('patch', '/users/{id}/preferences', {
+const updatePreferences = userRoute('patch', '/users/{id}/preferences', {
   summary: 'Merge notification preferences per type',
-  request: { params, body: jsonContent(UpdateUserPreferencesSchema) },
-  responses: { 200: jsonResponse('Preferences', prefs), 400: appError, 404: appError, 422: appError },
+  ok: preferences,
+  body: UpdateUserPreferencesSchema,
 });
 
 /**
