@@ -6,27 +6,24 @@ import { backdateAchievement } from '../services/backdate';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  badgeSchema,
   checkFilters,
-  describedOutFields,
-  descriptionSchema,
-  filterListSchema,
-  findLive,
-  insertNew,
   iso,
   ItemIssue,
   keyedColumns,
   keyedPatch,
-  keySchema,
-  listLive,
-  nameSchema,
+  liveTable,
   parseItem,
   patchedBadgeUrl,
-  rejectNulls,
   showFilters,
-  softDelete,
-  updateLive,
 } from './common';
+import {
+  badgeSchema,
+  describedOutFields,
+  descriptionSchema,
+  filterListSchema,
+  keySchema,
+  nameSchema,
+} from './fields';
 
 const TRIGGERS = ['metric', 'streak', 'api', 'achievement'] as const;
 type Trigger = (typeof TRIGGERS)[number];
@@ -159,10 +156,7 @@ async function withCompletions(deps: Deps, rows: AchievementRow[]): Promise<Show
   return rows.map((r, i) => showAchievement(deps, r, Number(counts[i] ?? 0) || 0));
 }
 
-async function findAchievement(deps: Deps, id: string): Promise<AchievementRow | undefined> {
-  const row = await findLive(deps, achievements, id);
-  return row;
-}
+const achievementRows = liveTable(achievements, 'achievement');
 
 function rejectForeignFields(input: Partial<Input>, trigger: Trigger): void {
   for (const [other, fields] of Object.entries(TRIGGER_FIELDS)) {
@@ -256,15 +250,42 @@ async function backdate(deps: Deps, id: string): Promise<void> {
   await backdateAchievement(deps, id);
 }
 
+/** Whether a live achievement names it as a prerequisite, or a trigger of a live points system awards it. */
+async function achievementInUse(deps: Deps, id: string): Promise<boolean> {
+  const [prerequisiteOf] = await deps.db
+    .select({ id: achievements.id })
+    .from(achievements)
+    .where(
+      and(
+        isNull(achievements.deletedAt),
+        sql`${achievements.achievementIds} @> ${JSON.stringify([id])}::jsonb`,
+      ),
+    )
+    .limit(1);
+  const [trigger] = await deps.db
+    .select({ id: pointsTriggers.id })
+    .from(pointsTriggers)
+    .innerJoin(pointsSystems, eq(pointsSystems.id, pointsTriggers.systemId))
+    .where(
+      and(
+        isNull(pointsTriggers.deletedAt),
+        isNull(pointsSystems.deletedAt),
+        eq(pointsTriggers.achievementId, id),
+      ),
+    )
+    .limit(1);
+  return prerequisiteOf !== undefined || trigger !== undefined;
+}
+
 export const achievementsResource: BulkResource<ShownAchievement> = {
   name: 'achievement',
   schemas: { resource: AdminAchievementSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, achievements, { limit, skip });
+    const rows = await achievementRows.list(deps, { limit, skip });
     return withCompletions(deps, rows);
   },
   async get(deps, { id }) {
-    const row = await findAchievement(deps, id);
+    const row = await achievementRows.find(deps, { id });
     return row ? (await withCompletions(deps, [row]))[0]! : null;
   },
   async create(deps, { item }) {
@@ -283,7 +304,7 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
       },
       null,
     );
-    const row: AchievementRow = await insertNew(deps, achievements, 'achievement', {
+    const row: AchievementRow = await achievementRows.insert(deps, {
       ...keyedColumns(input),
       badgeUrl: input.badge?.url ?? null,
       status: input.status ?? 'inactive',
@@ -293,20 +314,18 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     return (await withCompletions(deps, [row]))[0]!;
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, [
-      'name',
-      'key',
-      'trigger',
-      'status',
-      'metricId',
-      'metricValue',
-      'streakLength',
-      'achievementIds',
-    ]);
-    const input = parseItem(updateSchema, item);
-    const current = await findAchievement(deps, input.id);
-    if (!current) throw new ItemIssue('Achievement not found');
+    const { input, current } = await achievementRows.patch(deps, item, updateSchema, {
+      nonNullable: [
+        'name',
+        'key',
+        'trigger',
+        'status',
+        'metricId',
+        'metricValue',
+        'streakLength',
+        'achievementIds',
+      ],
+    });
 
     for (const f of ['key', 'trigger', 'metricId'] as const) {
       if (input[f] !== undefined && input[f] !== current[f] && current.status !== 'inactive') {
@@ -340,47 +359,17 @@ export const achievementsResource: BulkResource<ShownAchievement> = {
     const req = await checkRequirement(deps, next, current.id);
     const requirementChanged = !sameRequirement(req, current);
 
-    const row = (await updateLive(
-      deps,
-      achievements,
-      current.id,
-      {
-        ...keyedPatch(input, current),
-        badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),
-        status,
-        ...req,
-      },
-      { resource: 'achievement' },
-    )) as AchievementRow;
+    const row: AchievementRow = await achievementRows.update(deps, current.id, {
+      ...keyedPatch(input, current),
+      badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),
+      status,
+      ...req,
+    });
     const activated = status === 'active' && current.status !== 'active';
     if (activated || (status === 'active' && requirementChanged)) await backdate(deps, row.id);
     return (await withCompletions(deps, [row]))[0]!;
   },
   async remove(deps, { id }) {
-    if (!(await findAchievement(deps, id))) throw new ItemIssue('Achievement not found');
-    const [prerequisiteOf] = await deps.db
-      .select({ id: achievements.id })
-      .from(achievements)
-      .where(
-        and(
-          isNull(achievements.deletedAt),
-          sql`${achievements.achievementIds} @> ${JSON.stringify([id])}::jsonb`,
-        ),
-      )
-      .limit(1);
-    const [trigger] = await deps.db
-      .select({ id: pointsTriggers.id })
-      .from(pointsTriggers)
-      .innerJoin(pointsSystems, eq(pointsSystems.id, pointsTriggers.systemId))
-      .where(
-        and(
-          isNull(pointsTriggers.deletedAt),
-          isNull(pointsSystems.deletedAt),
-          eq(pointsTriggers.achievementId, id),
-        ),
-      )
-      .limit(1);
-    if (prerequisiteOf || trigger) throw new ItemIssue('Achievement is in use');
-    await softDelete(deps, achievements, id);
+    await achievementRows.remove(deps, { id }, () => achievementInUse(deps, id));
   },
 };

@@ -5,16 +5,8 @@ import { apiKeys } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  iso,
-  isoOrNull,
-  isUniqueViolation,
-  ItemIssue,
-  nameSchema,
-  newId,
-  parseItem,
-  patchTarget,
-} from './common';
+import { iso, isoOrNull, isUniqueViolation, ItemIssue, newId, parseItem, patchTarget } from './common';
+import { nameSchema } from './fields';
 
 export const AdminApiKeySchema = z
   .object({

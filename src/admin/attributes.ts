@@ -1,21 +1,9 @@
 import type { AttributeRow, Snapshot } from '../catalog/snapshot';
 import { attributes, type StoredFilter } from '../db/schema';
-import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  findLive,
-  insertNew,
-  iso,
-  ItemIssue,
-  keySchema,
-  liveReads,
-  nameSchema,
-  parseItem,
-  patchTarget,
-  softDelete,
-  updateLive,
-} from './common';
+import { ItemIssue, iso, liveTable, parseItem } from './common';
+import { keySchema, nameSchema } from './fields';
 
 export const AdminAttributeSchema = z
   .object({
@@ -55,15 +43,12 @@ function attributeInUse(snap: Snapshot, id: string): boolean {
   return snap.leaderboards.some((b) => b.breakdownAttributes.includes(id));
 }
 
-async function findAttribute(deps: Deps, id: string): Promise<AttributeRow | undefined> {
-  const row = await findLive(deps, attributes, id);
-  return row;
-}
+const attributeRows = liveTable(attributes, 'attribute');
 
 export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> = {
   name: 'attribute',
   schemas: { resource: AdminAttributeSchema, create: createSchema, update: updateSchema },
-  ...liveReads(attributes, showAttribute),
+  ...attributeRows.reads(showAttribute),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     // Keys of deleted attributes stay reserved: the unique index covers every row.
@@ -71,26 +56,22 @@ export const attributesResource: BulkResource<ReturnType<typeof showAttribute>> 
       new ItemIssue(
         `${input.type === 'user' ? 'A user' : 'An event'} attribute with this key already exists`,
       );
-    const row = await insertNew(deps, attributes, taken, {
-      key: input.key,
-      name: input.name,
-      type: input.type,
-    });
+    const row = await attributeRows.insert(
+      deps,
+      { key: input.key, name: input.name, type: input.type },
+      { taken },
+    );
     return showAttribute(row);
   },
   async update(deps, { item }) {
-    const { input, current } = await patchTarget(
-      item,
-      updateSchema,
-      { name: 'Attribute', nonNullable: ['name'], fixed: ['key', 'type'] },
-      (id) => findAttribute(deps, id),
-    );
-    const row = await updateLive(deps, attributes, input.id, { name: input.name ?? current.name });
+    const { input, current } = await attributeRows.patch(deps, item, updateSchema, {
+      nonNullable: ['name'],
+      fixed: ['key', 'type'],
+    });
+    const row = await attributeRows.update(deps, input.id, { name: input.name ?? current.name });
     return showAttribute(row);
   },
   async remove(deps, { id }) {
-    if (!(await findAttribute(deps, id))) throw new ItemIssue('Attribute not found');
-    if (attributeInUse(deps.catalog.snapshot, id)) throw new ItemIssue('Attribute is in use');
-    await softDelete(deps, attributes, id);
+    await attributeRows.remove(deps, { id }, () => attributeInUse(deps.catalog.snapshot, id));
   },
 };

@@ -1,23 +1,11 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { BoostRow, Snapshot } from '../catalog/snapshot';
 import { pointsBoosts, users } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  checkFilters,
-  dateSchema,
-  filterListSchema,
-  iso,
-  ItemIssue,
-  nameSchema,
-  newId,
-  parseItem,
-  patchTarget,
-  showFilters,
-  softDelete,
-  updateLive,
-} from './common';
+import { checkFilters, iso, ItemIssue, liveTable, parseItem, showFilters } from './common';
+import { dateSchema, filterListSchema, nameSchema } from './fields';
 import { requirePointsSystem, systemIdOf } from './points-systems';
 
 const ROUNDINGS = ['down', 'up', 'nearest'] as const;
@@ -105,13 +93,7 @@ function checkWindow(start: string, end: string | null): void {
   if (end !== null && end < start) throw new ItemIssue('end must not be before start');
 }
 
-async function findBoost(deps: Deps, systemId: string, id: string): Promise<BoostRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(pointsBoosts)
-    .where(and(eq(pointsBoosts.id, id), eq(pointsBoosts.systemId, systemId), isNull(pointsBoosts.deletedAt)));
-  return row;
-}
+const boostRows = liveTable(pointsBoosts, 'boost', pointsBoosts.systemId);
 
 export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
   name: 'boost',
@@ -120,25 +102,17 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
   parent: requirePointsSystem,
   async list(deps, { limit, skip, query, ...scope }) {
     const userId = query?.userId;
-    const rows = await deps.db
-      .select()
-      .from(pointsBoosts)
-      .where(
-        and(
-          eq(pointsBoosts.systemId, systemIdOf(scope)),
-          isNull(pointsBoosts.deletedAt),
-          userId !== undefined ? eq(pointsBoosts.userId, userId) : undefined,
-        ),
-      )
-      .orderBy(asc(pointsBoosts.created), asc(pointsBoosts.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await boostRows.list(
+      deps,
+      { limit, skip, ...scope },
+      userId !== undefined ? eq(pointsBoosts.userId, userId) : undefined,
+    );
     const snap = deps.catalog.snapshot;
     const now = deps.clock.now();
     return rows.map((b) => showBoost(snap, b, now));
   },
   async get(deps, { id, ...scope }) {
-    const row = await findBoost(deps, systemIdOf(scope), id);
+    const row = await boostRows.find(deps, { id, ...scope });
     return row ? showBoost(deps.catalog.snapshot, row, deps.clock.now()) : null;
   },
   async create(deps, { item, ...scope }) {
@@ -152,31 +126,26 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
     const snap = deps.catalog.snapshot;
     const userAttributes = checkFilters(snap, input.userAttributes, 'user', 'userAttributes');
     if (userId !== null && !(await userExists(deps, userId))) throw new ItemIssue('User does not exist');
-    const now = new Date(deps.clock.now());
-    const [row] = await deps.db
-      .insert(pointsBoosts)
-      .values({
-        id: newId(),
-        systemId: systemIdOf(scope),
-        name: input.name,
-        start: input.start,
-        end,
-        multiplier: input.multiplier,
-        rounding: input.rounding ?? 'down',
-        userId,
-        userAttributes,
-        created: now,
-        updated: now,
-      })
-      .returning();
-    return showBoost(snap, row!, now.getTime());
+    const row = await boostRows.insert(deps, {
+      systemId: systemIdOf(scope),
+      name: input.name,
+      start: input.start,
+      end,
+      multiplier: input.multiplier,
+      rounding: input.rounding ?? 'down',
+      userId,
+      userAttributes,
+    });
+    // The status as of the write (`created` and `updated` are the clock's now).
+    return showBoost(snap, row, row.created.getTime());
   },
   async update(deps, { item, ...scope }) {
-    const { input, current } = await patchTarget(
+    const { input, current } = await boostRows.patch(
+      deps,
       item,
       updateSchema,
-      { name: 'Boost', nonNullable: ['name', 'start', 'multiplier', 'rounding'], fixed: ['userId'] },
-      (id) => findBoost(deps, systemIdOf(scope), id),
+      { nonNullable: ['name', 'start', 'multiplier', 'rounding'], fixed: ['userId'] },
+      scope,
     );
     const start = input.start ?? current.start;
     const end = input.end === undefined ? current.end : input.end;
@@ -189,25 +158,17 @@ export const boostsResource: BulkResource<ReturnType<typeof showBoost>> = {
       }
       userAttributes = checkFilters(snap, input.userAttributes, 'user', 'userAttributes');
     }
-    const now = new Date(deps.clock.now());
-    const row = await updateLive(
-      deps,
-      pointsBoosts,
-      current.id,
-      {
-        name: input.name ?? current.name,
-        start,
-        end,
-        multiplier: input.multiplier ?? current.multiplier,
-        rounding: input.rounding ?? current.rounding,
-        userAttributes,
-      },
-      { now },
-    );
-    return showBoost(snap, row, now.getTime());
+    const row = await boostRows.update(deps, current.id, {
+      name: input.name ?? current.name,
+      start,
+      end,
+      multiplier: input.multiplier ?? current.multiplier,
+      rounding: input.rounding ?? current.rounding,
+      userAttributes,
+    });
+    return showBoost(snap, row, row.updated.getTime());
   },
   async remove(deps, { id, ...scope }) {
-    if (!(await findBoost(deps, systemIdOf(scope), id))) throw new ItemIssue('Boost not found');
-    await softDelete(deps, pointsBoosts, id);
+    await boostRows.remove(deps, { id, ...scope });
   },
 };

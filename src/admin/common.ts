@@ -1,10 +1,11 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq, isNull, type SQL } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Deps } from '../deps';
 import { randomBytes, randomInt } from 'node:crypto';
-import { z } from '../zod';
+import type { z } from '../zod';
 import type { Snapshot } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
+import type { ListInput, Scope } from './resource';
 
 /** A problem with one item of a bulk request: the item is skipped and reported (admin §1.4). */
 export class ItemIssue extends Error {
@@ -26,60 +27,6 @@ export interface AdminIssue {
 
 export const iso = (d: Date) => d.toISOString();
 export const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : null);
-
-export const keySchema = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9_-]+$/, 'must match ^[A-Za-z0-9_-]+$');
-export const nameSchema = z.string().min(1).max(255);
-export const descriptionSchema = z.string().max(1000).nullable();
-export const uuidSchema = z.uuid();
-/** A badge as resources show it: its URL, or null. */
-export const BadgeOutSchema = z.object({ url: z.string() }).nullable();
-
-/** The fields every described resource (achievement, points system, level) shows first. */
-export const describedOutFields = {
-  id: z.uuid(),
-  key: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  badge: BadgeOutSchema,
-};
-
-export const badgeSchema = z
-  .object({
-    url: z
-      .string()
-      .max(2048)
-      .refine((u) => isHttpUrl(u), 'must be an absolute http(s) URL'),
-  })
-  .nullable();
-export const dateSchema = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
-  .refine(isValidDate, 'must be a valid calendar date');
-
-export const filterInputSchema = z.object({
-  attributeId: z.uuid(),
-  attributeValue: z.string().min(1).max(255),
-});
-export const filterListSchema = z.array(filterInputSchema).max(20).nullable();
-
-export function isHttpUrl(u: string): boolean {
-  try {
-    const url = new URL(u);
-    return url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
-export function isValidDate(d: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) return false;
-  const t = Date.parse(`${d}T00:00:00Z`);
-  return !Number.isNaN(t) && new Date(t).toISOString().slice(0, 10) === d;
-}
 
 /** Parses one item; the first zod issue becomes the item's error message. */
 export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.output<S> {
@@ -197,52 +144,131 @@ export function rejectChanges(
 /** A configuration table with soft deletes: listed oldest first, deleted rows invisible. */
 type LiveTable = PgTable & { id: PgColumn; created: PgColumn; deletedAt: PgColumn };
 
-/** One page of live rows, oldest first (admin §1.3 List). */
-export async function listLive<T extends LiveTable>(
-  deps: Deps,
-  table: T,
-  page: { limit: number; skip: number },
-): Promise<T['$inferSelect'][]> {
-  return (await deps.db
-    .select()
-    .from(table as PgTable)
-    .where(isNull(table.deletedAt))
-    .orderBy(asc(table.created), asc(table.id))
-    .limit(page.limit)
-    .offset(page.skip)) as T['$inferSelect'][];
-}
+/**
+ * The live rows of one configuration table as the bulk resource `name` ("metric", "points system")
+ * reads and writes them; its messages say "Metric not found", "Metric is in use" and "A metric with
+ * this key already exists". With `parent` (the `systemId` column of triggers, levels and boosts),
+ * the rows belong to a points system and every read keeps to the `{systemId}` of the scope.
+ */
+export function liveTable<T extends LiveTable>(table: T, name: string, parent?: PgColumn) {
+  type Row = T['$inferSelect'];
+  const title = `${name[0]!.toUpperCase()}${name.slice(1)}`;
+  const live = (scope: Scope) =>
+    and(isNull(table.deletedAt), parent ? eq(parent, scope.systemId ?? '') : undefined);
 
-/** The live row with this id, if any. */
-export async function findLive<T extends LiveTable>(
-  deps: Deps,
-  table: T,
-  id: string,
-): Promise<T['$inferSelect'] | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(table as PgTable)
-    .where(and(eq(table.id, id), isNull(table.deletedAt)));
-  return row as T['$inferSelect'] | undefined;
-}
+  /** The live row with this id (in this scope), if any; `db` is the caller's transaction when it holds one. */
+  async function find(
+    deps: Deps,
+    { id, ...scope }: Scope & { id: string },
+    db: Pick<Deps['db'], 'select'> = deps.db,
+  ): Promise<Row | undefined> {
+    const [row] = await db
+      .select()
+      .from(table as PgTable)
+      .where(and(eq(table.id, id), live(scope)));
+    return row as Row | undefined;
+  }
 
-/** Soft-deletes the row with this id: history keeps naming it, the live reads no longer see it. */
-export async function softDelete<T extends LiveTable>(deps: Deps, table: T, id: string): Promise<void> {
-  await deps.db
-    .update(table as PgTable)
-    .set({ deletedAt: new Date(deps.clock.now()) })
-    .where(eq(table.id, id));
-}
+  /** One page of live rows (in this scope), oldest first (admin §1.3 List); `where` narrows it. */
+  async function list(deps: Deps, { limit, skip, ...scope }: ListInput, where?: SQL): Promise<Row[]> {
+    return (await deps.db
+      .select()
+      .from(table as PgTable)
+      .where(and(live(scope), where))
+      .orderBy(asc(table.created), asc(table.id))
+      .limit(limit)
+      .offset(skip)) as Row[];
+  }
 
-/** `list` and `get` of a top-level resource kept in a live table: its rows as `show` shows them. */
-export function liveReads<T extends LiveTable, Out>(table: T, show: (row: T['$inferSelect']) => Out) {
   return {
-    async list(deps: Deps, page: { limit: number; skip: number }): Promise<Out[]> {
-      const rows = await listLive(deps, table, { limit: page.limit, skip: page.skip });
-      return rows.map((r) => show(r));
+    find,
+    list,
+
+    /** `list` and `get` of a resource that shows each row as `show` does. */
+    reads<Out>(show: (row: Row) => Out) {
+      return {
+        list: async (deps: Deps, page: ListInput): Promise<Out[]> => (await list(deps, page)).map(show),
+        async get(deps: Deps, at: Scope & { id: string }): Promise<Out | null> {
+          const row = await find(deps, at);
+          return row ? show(row) : null;
+        },
+      };
     },
-    async get(deps: Deps, { id }: { id: string }): Promise<Out | null> {
-      const row = await findLive(deps, table, id);
-      return row ? show(row) : null;
+
+    /**
+     * Inserts one new row with a fresh id and `created` = `updated` = `now`; a unique violation (a
+     * key that is taken) is "A `name` with this key already exists", or `taken()` when given. The id
+     * and time are explicit: inside one transaction (configuration apply) the database's now() is
+     * the same for every row, which would lose the creation order.
+     */
+    async insert(
+      deps: Deps,
+      values: Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>,
+      opts: { now?: Date; taken?: () => ItemIssue } = {},
+    ): Promise<Row> {
+      const now = opts.now ?? new Date(deps.clock.now());
+      try {
+        const [row] = await deps.db
+          .insert(table as PgTable)
+          .values({ id: newId(), ...values, created: now, updated: now })
+          .returning();
+        return row as Row;
+      } catch (err) {
+        if (isUniqueViolation(err)) throw opts.taken ? opts.taken() : duplicateKey(name);
+        throw err;
+      }
+    },
+
+    /**
+     * Writes `values` to the row with this id with `updated` = `now` and returns the row; a unique
+     * violation (a key that is taken) is "A `name` with this key already exists". `db` is the
+     * caller's transaction when it holds one.
+     */
+    async update(
+      deps: Deps,
+      id: string,
+      values: Partial<Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>>,
+      opts: { now?: Date; db?: Pick<Deps['db'], 'update'> } = {},
+    ): Promise<Row> {
+      try {
+        const [row] = await (opts.db ?? deps.db)
+          .update(table as PgTable)
+          .set({ ...values, updated: opts.now ?? new Date(deps.clock.now()) })
+          .where(eq(table.id, id))
+          .returning();
+        return row as Row;
+      } catch (err) {
+        if (isUniqueViolation(err)) throw duplicateKey(name);
+        throw err;
+      }
+    },
+
+    /** `patchTarget` of an item naming a live row (in this scope): else "`Name` not found". */
+    patch<S extends z.ZodType>(
+      deps: Deps,
+      item: unknown,
+      schema: S,
+      rules: { nonNullable: readonly string[]; fixed?: readonly string[] },
+      scope: Scope = {},
+    ): Promise<{ input: z.output<S>; current: Row }> {
+      return patchTarget(item, schema, { name: title, ...rules }, (id) => find(deps, { ...scope, id }));
+    },
+
+    /**
+     * Soft-deletes the live row `at` (history keeps naming it, the live reads no longer see it):
+     * "`Name` not found" when there is none, "`Name` is in use" when `inUse` says so.
+     */
+    async remove(
+      deps: Deps,
+      at: Scope & { id: string },
+      inUse?: () => boolean | Promise<boolean>,
+    ): Promise<void> {
+      if (!(await find(deps, at))) throw new ItemIssue(`${title} not found`);
+      if (inUse && (await inUse())) throw new ItemIssue(`${title} is in use`);
+      await deps.db
+        .update(table as PgTable)
+        .set({ deletedAt: new Date(deps.clock.now()) })
+        .where(eq(table.id, at.id));
     },
   };
 }
@@ -267,57 +293,6 @@ export const keyedPatch = (
   name: input.name ?? current.name,
   description: patched(input.description, current.description),
 });
-
-/**
- * Inserts one new row of a configuration table with a fresh id and `created` = `updated` = `now`;
- * a unique violation (a key that is taken) is `duplicateKey(resource)`, or `resource()` when that is
- * a function. The id and time are explicit:
- * inside one transaction (configuration apply) the database's now() is the same for every row,
- * which would lose the creation order.
- */
-export async function insertNew<T extends LiveTable>(
-  deps: Deps,
-  table: T,
-  resource: string | (() => ItemIssue),
-  values: Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>,
-  now: Date = new Date(deps.clock.now()),
-): Promise<T['$inferSelect']> {
-  try {
-    const [row] = await deps.db
-      .insert(table as PgTable)
-      .values({ id: newId(), ...values, created: now, updated: now })
-      .returning();
-    return row as T['$inferSelect'];
-  } catch (err) {
-    if (isUniqueViolation(err)) throw typeof resource === 'string' ? duplicateKey(resource) : resource();
-    throw err;
-  }
-}
-
-/**
- * Writes `values` to the row with this id with `updated` = `now` and returns the row; with
- * `resource`, a unique violation (a key that is taken) is `duplicateKey(resource)`. `db` is the
- * caller's transaction when it holds one.
- */
-export async function updateLive<T extends LiveTable>(
-  deps: Deps,
-  table: T,
-  id: string,
-  values: Partial<Omit<T['$inferInsert'], 'id' | 'created' | 'updated'>>,
-  opts: { now?: Date; resource?: string; db?: Pick<Deps['db'], 'update'> } = {},
-): Promise<T['$inferSelect']> {
-  try {
-    const [row] = await (opts.db ?? deps.db)
-      .update(table as PgTable)
-      .set({ ...values, updated: opts.now ?? new Date(deps.clock.now()) })
-      .where(eq(table.id, id))
-      .returning();
-    return row as T['$inferSelect'];
-  } catch (err) {
-    if (opts.resource && isUniqueViolation(err)) throw duplicateKey(opts.resource);
-    throw err;
-  }
-}
 
 /**
  * The start of a PATCH of one item: `null` refused for the `nonNullable` fields, the item parsed,

@@ -4,23 +4,8 @@ import type { Deps } from '../deps';
 import { type LeaderboardStatus, leaderboardStatus, utcDate } from '../engine/leaderboard-status';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  dateSchema,
-  descriptionSchema,
-  findLive,
-  insertNew,
-  iso,
-  ItemIssue,
-  keyedColumns,
-  keyedPatch,
-  keySchema,
-  listLive,
-  nameSchema,
-  parseItem,
-  rejectNulls,
-  softDelete,
-  updateLive,
-} from './common';
+import { iso, ItemIssue, keyedColumns, keyedPatch, liveTable, parseItem } from './common';
+import { dateSchema, descriptionSchema, keySchema, nameSchema } from './fields';
 
 const RANK_BY = ['metric', 'points', 'streak'] as const;
 const RUN_UNITS = ['day', 'month', 'year'] as const;
@@ -124,10 +109,7 @@ export const showLeaderboard = (b: LeaderboardRow, nowMs: number) => ({
 
 type ShownLeaderboard = ReturnType<typeof showLeaderboard>;
 
-async function findLeaderboard(deps: Deps, id: string): Promise<LeaderboardRow | undefined> {
-  const row = await findLive(deps, leaderboards, id);
-  return row;
-}
+const leaderboardRows = liveTable(leaderboards, 'leaderboard');
 
 /**
  * Checks a configuration as it will be stored. References are checked only when `fresh` says the
@@ -187,12 +169,12 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
   name: 'leaderboard',
   schemas: { resource: AdminLeaderboardSchema, create: createSchema, update: updateSchema },
   async list(deps, { limit, skip }) {
-    const rows = await listLive(deps, leaderboards, { limit, skip });
+    const rows = await leaderboardRows.list(deps, { limit, skip });
     const now = deps.clock.now();
     return rows.map((r) => showLeaderboard(r, now));
   },
   async get(deps, { id }) {
-    const row = await findLeaderboard(deps, id);
+    const row = await leaderboardRows.find(deps, { id });
     return row ? showLeaderboard(row, deps.clock.now()) : null;
   },
   async create(deps, { item }) {
@@ -220,16 +202,14 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
       ...config,
       activatedAt: activating ? now : null,
     } as const;
-    const row = await insertNew(deps, leaderboards, 'leaderboard', values, now);
+    const row = await leaderboardRows.insert(deps, values, { now });
     return showLeaderboard(row, nowMs);
   },
   async update(deps, { item }) {
-    const raw = item as Record<string, unknown>;
-    rejectNulls(raw, ['name', 'status', 'start', 'maxParticipants', 'key', 'rankBy', 'breakdownAttributes']);
-    const input = parseItem(updateSchema, item);
+    const { input, current } = await leaderboardRows.patch(deps, item, updateSchema, {
+      nonNullable: ['name', 'status', 'start', 'maxParticipants', 'key', 'rankBy', 'breakdownAttributes'],
+    });
     if (input.runInterval === null) input.runInterval = 0;
-    const current = await findLeaderboard(deps, input.id);
-    if (!current) throw new ItemIssue('Leaderboard not found');
     const nowMs = deps.clock.now();
     const today = utcDate(nowMs);
     const status = leaderboardStatus(current, nowMs);
@@ -303,9 +283,8 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
       }
     }
 
-    const row = await updateLive(
+    const row = await leaderboardRows.update(
       deps,
-      leaderboards,
       current.id,
       {
         ...keyedPatch(input, current),
@@ -315,12 +294,11 @@ export const leaderboardsResource: BulkResource<ShownLeaderboard> = {
         activatedAt,
         finishedAt,
       },
-      { now: new Date(nowMs), resource: 'leaderboard' },
+      { now: new Date(nowMs) },
     );
     return showLeaderboard(row, nowMs);
   },
   async remove(deps, { id }) {
-    if (!(await findLeaderboard(deps, id))) throw new ItemIssue('Leaderboard not found');
-    await softDelete(deps, leaderboards, id);
+    await leaderboardRows.remove(deps, { id });
   },
 };

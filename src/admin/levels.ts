@@ -1,26 +1,21 @@
-import { and, asc, eq, isNull, ne, sql } from 'drizzle-orm';
+import { and, eq, isNull, ne, sql } from 'drizzle-orm';
 import type { LevelRow } from '../catalog/snapshot';
 import { pointsLevels } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
 import {
-  badgeSchema,
-  describedOutFields,
-  descriptionSchema,
   iso,
   ItemIssue,
-  keySchema,
-  nameSchema,
+  liveTable,
   newId,
   parseItem,
   patched,
   patchedBadgeUrl,
   rejectChanges,
   rejectNulls,
-  softDelete,
-  updateLive,
 } from './common';
+import { badgeSchema, describedOutFields, descriptionSchema, keySchema, nameSchema } from './fields';
 import { requirePointsSystem, showBadge, systemIdOf } from './points-systems';
 
 export const AdminPointsLevelSchema = z
@@ -65,13 +60,7 @@ export const showLevel = (l: LevelRow) => ({
   updated: iso(l.updated),
 });
 
-async function findLevel(deps: Deps, systemId: string, id: string): Promise<LevelRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(pointsLevels)
-    .where(and(eq(pointsLevels.id, id), eq(pointsLevels.systemId, systemId), isNull(pointsLevels.deletedAt)));
-  return row;
-}
+const levelRows = liveTable(pointsLevels, 'level', pointsLevels.systemId);
 
 type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
 
@@ -107,17 +96,11 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
   schemas: { resource: AdminPointsLevelSchema, create: createSchema, update: updateSchema },
   parent: requirePointsSystem,
   async list(deps, { limit, skip, ...scope }) {
-    const rows = await deps.db
-      .select()
-      .from(pointsLevels)
-      .where(and(eq(pointsLevels.systemId, systemIdOf(scope)), isNull(pointsLevels.deletedAt)))
-      .orderBy(asc(pointsLevels.created), asc(pointsLevels.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await levelRows.list(deps, { limit, skip, ...scope });
     return rows.map(showLevel);
   },
   async get(deps, { id, ...scope }) {
-    const row = await findLevel(deps, systemIdOf(scope), id);
+    const row = await levelRows.find(deps, { id, ...scope });
     return row ? showLevel(row) : null;
   },
   async create(deps, { item, ...scope }) {
@@ -156,24 +139,14 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
     const input = parseItem(updateSchema, item);
     const systemId = systemIdOf(scope);
     const row = await withLevelLock(deps, systemId, async (tx) => {
-      const [current] = await tx
-        .select()
-        .from(pointsLevels)
-        .where(
-          and(
-            eq(pointsLevels.id, input.id),
-            eq(pointsLevels.systemId, systemId),
-            isNull(pointsLevels.deletedAt),
-          ),
-        );
+      const current = await levelRows.find(deps, { id: input.id, systemId }, tx);
       if (!current) throw new ItemIssue('Level not found');
       rejectChanges(raw, current, ['key']);
       if (input.points !== undefined && input.points !== current.points) {
         await checkPointsFree(tx, systemId, input.points, current.id);
       }
-      const updated = await updateLive(
+      const updated = await levelRows.update(
         deps,
-        pointsLevels,
         current.id,
         {
           name: input.name ?? current.name,
@@ -188,7 +161,6 @@ export const levelsResource: BulkResource<ReturnType<typeof showLevel>> = {
     return showLevel(row);
   },
   async remove(deps, { id, ...scope }) {
-    if (!(await findLevel(deps, systemIdOf(scope), id))) throw new ItemIssue('Level not found');
-    await softDelete(deps, pointsLevels, id);
+    await levelRows.remove(deps, { id, ...scope });
   },
 };

@@ -3,19 +3,8 @@ import type { MetricRow } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { metrics } from '../db/schema';
 import type { BulkResource } from './resource';
-import {
-  findLive,
-  insertNew,
-  iso,
-  ItemIssue,
-  keySchema,
-  liveReads,
-  nameSchema,
-  parseItem,
-  rejectNulls,
-  softDelete,
-  updateLive,
-} from './common';
+import { ItemIssue, iso, liveTable, parseItem, rejectNulls } from './common';
+import { keySchema, nameSchema } from './fields';
 
 export const AdminMetricSchema = z
   .object({
@@ -65,6 +54,8 @@ export const showMetric = (m: MetricRow) => ({
   updated: iso(m.updated),
 });
 
+const metricRows = liveTable(metrics, 'metric');
+
 /** Whether anything that is not finished still references the metric (admin §5 delete rule). */
 function metricInUse(deps: Deps, id: string): boolean {
   const snap = deps.catalog.snapshot;
@@ -77,30 +68,25 @@ function metricInUse(deps: Deps, id: string): boolean {
 export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
   name: 'metric',
   schemas: { resource: AdminMetricSchema, create: createSchema, update: updateSchema },
-  ...liveReads(metrics, showMetric),
+  ...metricRows.reads(showMetric),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
     const unitType = input.unitType ?? 'number';
     const units = input.units ?? null;
     checkUnits(unitType, units);
-    const row = await insertNew(deps, metrics, 'metric', {
-      key: input.key,
-      name: input.name,
-      unitType,
-      units,
-    });
+    const row = await metricRows.insert(deps, { key: input.key, name: input.name, unitType, units });
     return showMetric(row);
   },
   async update(deps, { item }) {
     rejectNulls(item as Record<string, unknown>, ['name', 'unitType']);
     if ((item as Record<string, unknown>).key !== undefined) throw new ItemIssue('key cannot be changed');
     const input = parseItem(updateSchema, item);
-    const current = await findLive(deps, metrics, input.id);
+    const current = await metricRows.find(deps, { id: input.id });
     if (!current) throw new ItemIssue('Metric not found');
     const unitType = input.unitType ?? current.unitType;
     const units = input.units === undefined ? current.units : input.units;
     checkUnits(unitType, units);
-    const row = await updateLive(deps, metrics, input.id, {
+    const row = await metricRows.update(deps, input.id, {
       name: input.name ?? current.name,
       unitType,
       units,
@@ -108,9 +94,6 @@ export const metricsResource: BulkResource<ReturnType<typeof showMetric>> = {
     return showMetric(row);
   },
   async remove(deps, { id }) {
-    const current = await findLive(deps, metrics, id);
-    if (!current) throw new ItemIssue('Metric not found');
-    if (metricInUse(deps, id)) throw new ItemIssue('Metric is in use');
-    await softDelete(deps, metrics, id);
+    await metricRows.remove(deps, { id }, () => metricInUse(deps, id));
   },
 };

@@ -5,24 +5,8 @@ import type { Deps } from '../deps';
 import { notFoundNamed } from '../errors';
 import { type BulkResource, isUuid, type Scope } from './resource';
 import { z } from '../zod';
-import {
-  badgeSchema,
-  describedOutFields,
-  descriptionSchema,
-  findLive,
-  insertNew,
-  iso,
-  ItemIssue,
-  keyedColumns,
-  keySchema,
-  liveReads,
-  nameSchema,
-  parseItem,
-  patched,
-  patchedBadgeUrl,
-  patchTarget,
-  updateLive,
-} from './common';
+import { iso, ItemIssue, keyedColumns, liveTable, parseItem, patched, patchedBadgeUrl } from './common';
+import { badgeSchema, describedOutFields, descriptionSchema, keySchema, nameSchema } from './fields';
 
 export const AdminPointsSystemSchema = z
   .object({
@@ -68,11 +52,11 @@ export const showPointsSystem = (p: PointsSystemRow) => ({
   updated: iso(p.updated),
 });
 
+const systemRows = liveTable(pointsSystems, 'points system');
+
 /** The non-deleted points system, or undefined. */
-export async function findPointsSystem(deps: Deps, id: string): Promise<PointsSystemRow | undefined> {
-  const row = await findLive(deps, pointsSystems, id);
-  return row;
-}
+export const findPointsSystem = (deps: Deps, id: string): Promise<PointsSystemRow | undefined> =>
+  systemRows.find(deps, { id });
 
 /** `{systemId}` of a nested resource (triggers, levels, boosts). */
 export const systemIdOf = (scope: Scope) => scope.systemId ?? '';
@@ -86,10 +70,10 @@ export async function requirePointsSystem(deps: Deps, scope: Scope): Promise<voi
 export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSystem>> = {
   name: 'points system',
   schemas: { resource: AdminPointsSystemSchema, create: createSchema, update: updateSchema },
-  ...liveReads(pointsSystems, showPointsSystem),
+  ...systemRows.reads(showPointsSystem),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const row = await insertNew(deps, pointsSystems, 'points system', {
+    const row = await systemRows.insert(deps, {
       ...keyedColumns(input),
       badgeUrl: input.badge?.url ?? null,
       maxPoints: input.maxPoints ?? null,
@@ -97,14 +81,12 @@ export const pointsSystemsResource: BulkResource<ReturnType<typeof showPointsSys
     return showPointsSystem(row);
   },
   async update(deps, { item }) {
-    const { input, current } = await patchTarget(
-      item,
-      updateSchema,
-      { name: 'Points system', nonNullable: ['name'], fixed: ['key'] },
-      (id) => findPointsSystem(deps, id),
-    );
+    const { input, current } = await systemRows.patch(deps, item, updateSchema, {
+      nonNullable: ['name'],
+      fixed: ['key'],
+    });
     // Lowering maxPoints never reduces existing totals: only future awards are capped.
-    const row = await updateLive(deps, pointsSystems, input.id, {
+    const row = await systemRows.update(deps, input.id, {
       name: input.name ?? current.name,
       description: patched(input.description, current.description),
       badgeUrl: patchedBadgeUrl(input.badge, current.badgeUrl),

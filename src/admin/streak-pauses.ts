@@ -6,7 +6,8 @@ import type { Deps } from '../deps';
 import { addDays, dayIndex, isValidTimeZone, localDate } from '../engine/periods';
 import { refreshStreakExpiry } from '../services/streak-recompute';
 import { z } from '../zod';
-import { dateSchema, ItemIssue, iso, newId, parseItem } from './common';
+import { ItemIssue, iso, newId, parseItem } from './common';
+import { dateSchema } from './fields';
 
 export const AdminStreakPauseSchema = z
   .object({ id: z.uuid(), userId: z.string(), start: z.string(), end: z.string(), created: z.string() })

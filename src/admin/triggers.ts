@@ -1,21 +1,9 @@
-import { and, asc, eq, isNull } from 'drizzle-orm';
 import type { Snapshot, TriggerRow } from '../catalog/snapshot';
 import { pointsTriggers, type StoredFilter } from '../db/schema';
-import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  checkFilters,
-  filterListSchema,
-  iso,
-  ItemIssue,
-  newId,
-  parseItem,
-  patchTarget,
-  showFilters,
-  softDelete,
-  updateLive,
-} from './common';
+import { checkFilters, iso, ItemIssue, liveTable, parseItem, showFilters } from './common';
+import { filterListSchema } from './fields';
 import { requirePointsSystem, systemIdOf } from './points-systems';
 
 const TYPES = ['metric', 'achievement', 'streak', 'time', 'user_creation'] as const;
@@ -149,33 +137,19 @@ function checkReferences(snap: Snapshot, t: { metricId: string | null; achieveme
   }
 }
 
-async function findTrigger(deps: Deps, systemId: string, id: string): Promise<TriggerRow | undefined> {
-  const [row] = await deps.db
-    .select()
-    .from(pointsTriggers)
-    .where(
-      and(eq(pointsTriggers.id, id), eq(pointsTriggers.systemId, systemId), isNull(pointsTriggers.deletedAt)),
-    );
-  return row;
-}
+const triggerRows = liveTable(pointsTriggers, 'trigger', pointsTriggers.systemId);
 
 export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
   name: 'trigger',
   schemas: { resource: AdminPointsTriggerSchema, create: createSchema, update: updateSchema },
   parent: requirePointsSystem,
   async list(deps, { limit, skip, ...scope }) {
-    const rows = await deps.db
-      .select()
-      .from(pointsTriggers)
-      .where(and(eq(pointsTriggers.systemId, systemIdOf(scope)), isNull(pointsTriggers.deletedAt)))
-      .orderBy(asc(pointsTriggers.created), asc(pointsTriggers.id))
-      .limit(limit)
-      .offset(skip);
+    const rows = await triggerRows.list(deps, { limit, skip, ...scope });
     const snap = deps.catalog.snapshot;
     return rows.map((t) => showTrigger(snap, t));
   },
   async get(deps, { id, ...scope }) {
-    const row = await findTrigger(deps, systemIdOf(scope), id);
+    const row = await triggerRows.find(deps, { id, ...scope });
     return row ? showTrigger(deps.catalog.snapshot, row) : null;
   },
   async create(deps, { item, ...scope }) {
@@ -198,10 +172,9 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
       : [];
     const status = input.status ?? 'inactive';
     const now = new Date(deps.clock.now());
-    const [row] = await deps.db
-      .insert(pointsTriggers)
-      .values({
-        id: newId(),
+    const row = await triggerRows.insert(
+      deps,
+      {
         systemId: systemIdOf(scope),
         type: input.type,
         points: input.points,
@@ -210,18 +183,18 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
         eventAttributes,
         ...values,
         activatedAt: status === 'active' ? now : null,
-        created: now,
-        updated: now,
-      })
-      .returning();
-    return showTrigger(snap, row!);
+      },
+      { now },
+    );
+    return showTrigger(snap, row);
   },
   async update(deps, { item, ...scope }) {
-    const { input, current } = await patchTarget(
+    const { input, current } = await triggerRows.patch(
+      deps,
       item,
       updateSchema,
-      { name: 'Trigger', nonNullable: TRIGGER_FIELDS },
-      (id) => findTrigger(deps, systemIdOf(scope), id),
+      { nonNullable: TRIGGER_FIELDS },
+      scope,
     );
     const snap = deps.catalog.snapshot;
 
@@ -270,9 +243,8 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
     }
     const status = input.status ?? current.status;
     const now = new Date(deps.clock.now());
-    const row = await updateLive(
+    const row = await triggerRows.update(
       deps,
-      pointsTriggers,
       current.id,
       {
         type,
@@ -289,8 +261,7 @@ export const triggersResource: BulkResource<ReturnType<typeof showTrigger>> = {
     return showTrigger(snap, row);
   },
   async remove(deps, { id, ...scope }) {
-    if (!(await findTrigger(deps, systemIdOf(scope), id))) throw new ItemIssue('Trigger not found');
     // Soft delete: past awards keep showing the trigger as archived.
-    await softDelete(deps, pointsTriggers, id);
+    await triggerRows.remove(deps, { id, ...scope });
   },
 };

@@ -5,21 +5,8 @@ import { webhookDeliveries, webhookEndpoints } from '../db/schema';
 import type { Deps } from '../deps';
 import type { BulkResource } from './resource';
 import { z } from '../zod';
-import {
-  descriptionSchema,
-  findLive,
-  isHttpUrl,
-  iso,
-  isoOrNull,
-  ItemIssue,
-  liveReads,
-  newId,
-  parseItem,
-  patched,
-  rejectNulls,
-  softDelete,
-  updateLive,
-} from './common';
+import { iso, isoOrNull, ItemIssue, liveTable, parseItem, patched, rejectNulls } from './common';
+import { descriptionSchema, isHttpUrl } from './fields';
 
 export const WEBHOOK_EVENT_TYPES = [
   'achievement.completed',
@@ -130,32 +117,25 @@ export const showWebhookEndpoint = (w: WebhookEndpointRow, withSecret = false) =
 
 type ShownEndpoint = ReturnType<typeof showWebhookEndpoint>;
 
-export async function findWebhookEndpoint(deps: Deps, id: string): Promise<WebhookEndpointRow | undefined> {
-  const row = await findLive(deps, webhookEndpoints, id);
-  return row;
-}
+const endpointRows = liveTable(webhookEndpoints, 'webhook endpoint');
+
+export const findWebhookEndpoint = (deps: Deps, id: string): Promise<WebhookEndpointRow | undefined> =>
+  endpointRows.find(deps, { id });
 
 export const webhooksResource: BulkResource<ShownEndpoint> = {
   name: 'webhook endpoint',
   schemas: { resource: AdminWebhookEndpointSchema, create: createSchema, update: updateSchema },
-  ...liveReads(webhookEndpoints, showWebhookEndpoint),
+  ...endpointRows.reads(showWebhookEndpoint),
   async create(deps, { item }) {
     const input = parseItem(createSchema, item);
-    const now = new Date(deps.clock.now());
-    const [row] = await deps.db
-      .insert(webhookEndpoints)
-      .values({
-        id: newId(),
-        url: input.url,
-        description: input.description ?? null,
-        eventTypes: input.eventTypes,
-        enabled: input.enabled ?? true,
-        secret: input.secret ?? generateWebhookSecret(),
-        created: now,
-        updated: now,
-      })
-      .returning();
-    return showWebhookEndpoint(row!, true);
+    const row = await endpointRows.insert(deps, {
+      url: input.url,
+      description: input.description ?? null,
+      eventTypes: input.eventTypes,
+      enabled: input.enabled ?? true,
+      secret: input.secret ?? generateWebhookSecret(),
+    });
+    return showWebhookEndpoint(row, true);
   },
   async update(deps, { item }) {
     const raw = item as Record<string, unknown>;
@@ -167,7 +147,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
     const current = await findWebhookEndpoint(deps, input.id);
     if (!current) throw new ItemIssue('Webhook endpoint not found');
     const newSecret = input.rotateSecret === true ? generateWebhookSecret() : input.secret;
-    const row = await updateLive(deps, webhookEndpoints, input.id, {
+    const row = await endpointRows.update(deps, input.id, {
       url: input.url ?? current.url,
       eventTypes: input.eventTypes ?? current.eventTypes,
       description: patched(input.description, current.description),
@@ -177,8 +157,7 @@ export const webhooksResource: BulkResource<ShownEndpoint> = {
     return showWebhookEndpoint(row, newSecret !== undefined);
   },
   async remove(deps, { id }) {
-    if (!(await findWebhookEndpoint(deps, id))) throw new ItemIssue('Webhook endpoint not found');
-    await softDelete(deps, webhookEndpoints, id);
+    await endpointRows.remove(deps, { id });
   },
 };
 

@@ -1,4 +1,4 @@
-import { badgeSchema, dateSchema, descriptionSchema, keySchema, nameSchema } from '../admin/common';
+import { badgeSchema, dateSchema, descriptionSchema, keySchema, nameSchema } from '../admin/fields';
 import { WEBHOOK_EVENT_TYPES } from '../admin/webhooks';
 import { z } from '../zod';
 
