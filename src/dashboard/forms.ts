@@ -5,7 +5,8 @@ import { recordAdminWrite } from '../config-as-code/audit';
 import type { Deps } from '../deps';
 import { AppError } from '../errors';
 import { CSRF_FIELD, type DashEnv } from './session';
-import type { FormState, PageCtx } from './ui';
+import type { PageCtx } from './ui';
+import type { FormState } from './components/fields';
 
 export type Values = Record<string, string | string[]>;
 

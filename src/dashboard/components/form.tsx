@@ -1,5 +1,6 @@
 import type { Child, FC, PropsWithChildren } from 'hono/jsx';
-import { Csrf, FormError, type FormState, Input } from '../ui';
+import { Csrf } from '../ui';
+import { FormError, type FormState, Input } from './fields';
 
 /** A dashboard form: posts to `action` with the CSRF token, shows the form error, ends with its submit button. */
 export const PostForm: FC<

@@ -7,19 +7,16 @@ import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
 import { CreateCard, NameKeyInputs } from '../components/form';
 import { NameCell, numeric, RowActions, Table } from '../components/table';
+import { fmt, Layout, type PageCtx, Status } from '../ui';
 import {
   Checkbox,
   emptyForm,
-  fmt,
   Input,
-  Layout,
-  type PageCtx,
   Select,
-  Status,
   TextArea,
   type FormState,
   optionsOf,
-} from '../ui';
+} from '../components/fields';
 
 const ACHIEVEMENT_FIELDS = [
   'name',

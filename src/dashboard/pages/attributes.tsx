@@ -6,7 +6,8 @@ import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
 import { CreateCard, NameKeyInputs } from '../components/form';
 import { DeleteButton, Table } from '../components/table';
-import { emptyForm, type FormState, Layout, type PageCtx, Select } from '../ui';
+import { Layout, type PageCtx } from '../ui';
+import { emptyForm, type FormState, Select } from '../components/fields';
 
 const ATTRIBUTE_FIELDS = ['name', 'key', 'type'] as const;
 

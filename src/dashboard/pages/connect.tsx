@@ -19,19 +19,8 @@ import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { CreateCard } from '../components/form';
 import { DeleteButton, numeric, RowActions, Table } from '../components/table';
-import {
-  Checkbox,
-  emptyForm,
-  type FormState,
-  fmt,
-  Input,
-  Layout,
-  type PageCtx,
-  PostButton,
-  Select,
-  Status,
-  when,
-} from '../ui';
+import { fmt, Layout, type PageCtx, PostButton, Status, when } from '../ui';
+import { Checkbox, emptyForm, type FormState, Input, Select } from '../components/fields';
 
 const WEBHOOK_FIELDS = ['url', 'eventTypes', 'description', 'enabled', 'secret'] as const;
 const KEY_FIELDS = ['name', 'kind', 'rateLimitPerSecond'] as const;

@@ -11,21 +11,8 @@ import { ALL, mountDelete } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { CreateCard, NameKeyInputs } from '../components/form';
 import { NameCell, numeric, RowActions, Table } from '../components/table';
-import {
-  Empty,
-  emptyForm,
-  type FormState,
-  fmt,
-  Input,
-  Layout,
-  type PageCtx,
-  Select,
-  Stat,
-  Status,
-  TextArea,
-  every,
-  optionsOf,
-} from '../ui';
+import { Empty, fmt, Layout, type PageCtx, Stat, Status, every } from '../ui';
+import { emptyForm, type FormState, Input, Select, TextArea, optionsOf } from '../components/fields';
 
 const FIELDS = [
   'name',

@@ -6,7 +6,8 @@ import type { DashEnv } from '../session';
 import { ALL, mountDelete } from '../resource-pages';
 import { CreateCard, NameKeyInputs } from '../components/form';
 import { DeleteButton, Table } from '../components/table';
-import { emptyForm, type FormState, Input, Layout, type PageCtx, Select } from '../ui';
+import { Layout, type PageCtx } from '../ui';
+import { emptyForm, type FormState, Input, Select } from '../components/fields';
 
 const METRIC_FIELDS = ['name', 'key', 'unitType', 'units'] as const;
 

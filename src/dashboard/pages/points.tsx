@@ -12,21 +12,8 @@ import { ALL } from '../resource-pages';
 import type { DashEnv } from '../session';
 import { CreateCard, NameKeyInputs, PostForm } from '../components/form';
 import { DeleteButton, NameCell, numeric, RowActions, Table } from '../components/table';
-import {
-  Empty,
-  emptyForm,
-  type FormState,
-  fmt,
-  Input,
-  Layout,
-  type PageCtx,
-  Select,
-  Stat,
-  Status,
-  TextArea,
-  every,
-  optionsOf,
-} from '../ui';
+import { Empty, fmt, Layout, type PageCtx, Stat, Status, every } from '../ui';
+import { emptyForm, type FormState, Input, Select, TextArea, optionsOf } from '../components/fields';
 
 const SYSTEM_FIELDS = ['name', 'key', 'description', 'maxPoints', 'badge'] as const;
 const LEVEL_FIELDS = ['name', 'key', 'points', 'description', 'badge'] as const;

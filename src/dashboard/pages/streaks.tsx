@@ -11,20 +11,8 @@ import { streakSummary } from '../data';
 import { attempt, checked, done, formOf, num, pageCtx, str, type Values } from '../forms';
 import type { DashEnv } from '../session';
 import { numeric, Table } from '../components/table';
-import {
-  Checkbox,
-  Csrf,
-  Empty,
-  FormError,
-  fmt,
-  Input,
-  Layout,
-  type PageCtx,
-  Select,
-  Stat,
-  type FormState,
-  optionsOf,
-} from '../ui';
+import { Csrf, Empty, fmt, Layout, type PageCtx, Stat } from '../ui';
+import { Checkbox, FormError, Input, Select, type FormState, optionsOf } from '../components/fields';
 
 const STREAK_FIELDS = [
   'enabled',
