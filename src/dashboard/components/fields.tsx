@@ -71,14 +71,17 @@ export const TextArea: FC<FieldProps> = (p) => (
   </FieldWrap>
 );
 
+/** The choices of a Select: each value with the label it shows. */
+export type Options = ReadonlyArray<readonly [value: string, label: string]>;
+
 /** The options of a Select that picks one of `rows` (metrics, achievements, …): its id, shown by name. */
-export const optionsOf = (rows: readonly { id: string; name: string }[]): Array<[string, string]> =>
+export const optionsOf = (rows: readonly { id: string; name: string }[]): Options =>
   rows.map((r) => [r.id, r.name]);
 
 const MULTI_SELECT_HINT = 'Hold Ctrl (⌘ on a Mac) and click to pick several, or to unpick one.';
 
 export const Select: FC<
-  FieldProps & { options: Array<[string, string]>; def?: string; multiple?: boolean; blank?: string }
+  FieldProps & { options: Options; def?: string; multiple?: boolean; blank?: string }
 > = (p) => {
   const chosen = p.multiple ? valuesOf(p.form, p.name) : [fieldValue(p.form, p.name, p.def)];
   const hint = p.hint ?? (p.multiple ? MULTI_SELECT_HINT : undefined);

@@ -31,6 +31,16 @@ const ACHIEVEMENT_FIELDS = [
   'status',
 ] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  trigger: [
+    ['metric', 'A metric total is reached'],
+    ['streak', 'A streak length is reached'],
+    ['achievement', 'Other achievements are completed'],
+    ['api', 'The API completes it'],
+  ],
+} as const;
+
 function achievementItem(v: Values) {
   const trigger = str(v.trigger);
   const item: Record<string, unknown> = {
@@ -126,17 +136,7 @@ async function achievementsPage(deps: Deps, ctx: PageCtx, form: FormState) {
       >
         <div class="row">
           <NameKeyInputs form={form} placeholders={['Ten lessons', 'ten-lessons']} />
-          <Select
-            form={form}
-            name="trigger"
-            label="Completed when"
-            options={[
-              ['metric', 'A metric total is reached'],
-              ['streak', 'A streak length is reached'],
-              ['achievement', 'Other achievements are completed'],
-              ['api', 'The API completes it'],
-            ]}
-          />
+          <Select form={form} name="trigger" label="Completed when" options={CHOICES.trigger} />
         </div>
         <div class="row">
           <Select

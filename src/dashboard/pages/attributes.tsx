@@ -11,6 +11,14 @@ import { emptyForm, type FormState, Select } from '../components/fields';
 
 const ATTRIBUTE_FIELDS = ['name', 'key', 'type'] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  type: [
+    ['user', 'User attribute'],
+    ['event', 'Event attribute'],
+  ],
+} as const;
+
 async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const rows = await attributesResource.list(deps, ALL);
   return (
@@ -51,15 +59,7 @@ async function attributesPage(deps: Deps, ctx: PageCtx, form: FormState) {
           submit="Create attribute"
         >
           <NameKeyInputs form={form} placeholders={['Plan', 'plan']} />
-          <Select
-            form={form}
-            name="type"
-            label="Type"
-            options={[
-              ['user', 'User attribute'],
-              ['event', 'Event attribute'],
-            ]}
-          />
+          <Select form={form} name="type" label="Type" options={CHOICES.type} />
         </CreateCard>
       </div>
     </Layout>

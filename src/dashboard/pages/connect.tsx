@@ -25,6 +25,14 @@ import { Checkbox, emptyForm, type FormState, Input, Select } from '../component
 const WEBHOOK_FIELDS = ['url', 'eventTypes', 'description', 'enabled', 'secret'] as const;
 const KEY_FIELDS = ['name', 'kind', 'rateLimitPerSecond'] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  kind: [
+    ['application', 'Application (/v1)'],
+    ['admin', 'Admin (/admin/v1, dashboard)'],
+  ],
+} as const;
+
 const Secret = (p: { title: string; value: string; note: string }) => (
   <div class="flash ok" role="status">
     <strong>{p.title}</strong>
@@ -308,15 +316,7 @@ async function integrationPage(
           }
         >
           <Input form={form} name="name" label="Name" placeholder="Production backend" />
-          <Select
-            form={form}
-            name="kind"
-            label="Kind"
-            options={[
-              ['application', 'Application (/v1)'],
-              ['admin', 'Admin (/admin/v1, dashboard)'],
-            ]}
-          />
+          <Select form={form} name="kind" label="Kind" options={CHOICES.kind} />
           <Input
             form={form}
             name="rateLimitPerSecond"

@@ -30,6 +30,24 @@ const FIELDS = [
   'status',
 ] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  rankBy: [
+    ['points', 'Points'],
+    ['metric', 'Metric'],
+    ['streak', 'Streak'],
+  ],
+  runUnit: [
+    ['day', 'day(s)'],
+    ['month', 'month(s)'],
+    ['year', 'year(s)'],
+  ],
+  status: [
+    ['inactive', 'Create inactive'],
+    ['active', 'Create and activate'],
+  ],
+} as const;
+
 function boardItem(v: Values) {
   const rankBy = str(v.rankBy);
   const runUnit = str(v.runUnit) ?? null;
@@ -123,16 +141,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
       >
         <div class="row">
           <NameKeyInputs form={form} placeholders={['Weekly XP', 'weekly-xp']} />
-          <Select
-            form={form}
-            name="rankBy"
-            label="Rank by"
-            options={[
-              ['points', 'Points'],
-              ['metric', 'Metric'],
-              ['streak', 'Streak'],
-            ]}
-          />
+          <Select form={form} name="rankBy" label="Rank by" options={CHOICES.rankBy} />
         </div>
         <div class="row">
           <Select
@@ -152,11 +161,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             form={form}
             name="runUnit"
             label="Repeat every"
-            options={[
-              ['day', 'day(s)'],
-              ['month', 'month(s)'],
-              ['year', 'year(s)'],
-            ]}
+            options={CHOICES.runUnit}
             blank="Never (one run)"
           />
           <Input form={form} name="runInterval" label="Run length" placeholder="1" />
@@ -171,15 +176,7 @@ async function boardsPage(deps: Deps, ctx: PageCtx, form: FormState) {
           />
           <TextArea form={form} name="description" label="Description" />
         </div>
-        <Select
-          form={form}
-          name="status"
-          label="Status"
-          options={[
-            ['inactive', 'Create inactive'],
-            ['active', 'Create and activate'],
-          ]}
-        />
+        <Select form={form} name="status" label="Status" options={CHOICES.status} />
       </CreateCard>
     </Layout>
   );

@@ -11,6 +11,14 @@ import { emptyForm, type FormState, Input, Select } from '../components/fields';
 
 const METRIC_FIELDS = ['name', 'key', 'unitType', 'units'] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  unitType: [
+    ['number', 'Number'],
+    ['currency', 'Currency'],
+  ],
+} as const;
+
 async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const rows = await metricsResource.list(deps, ALL);
   return (
@@ -56,15 +64,7 @@ async function metricsPage(deps: Deps, ctx: PageCtx, form: FormState) {
             keyHint="Used in the API path: letters, digits, _ and -"
           />
           <div class="row">
-            <Select
-              form={form}
-              name="unitType"
-              label="Unit type"
-              options={[
-                ['number', 'Number'],
-                ['currency', 'Currency'],
-              ]}
-            />
+            <Select form={form} name="unitType" label="Unit type" options={CHOICES.unitType} />
             <Input form={form} name="units" label="Units" placeholder="lessons, USD…" />
           </div>
         </CreateCard>

@@ -23,6 +23,30 @@ const TRIGGER_MOVES = {
 } as const;
 const BOOST_FIELDS = ['name', 'start', 'end', 'multiplier', 'rounding', 'userId'] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  type: [
+    ['metric', 'Metric threshold'],
+    ['achievement', 'Achievement completed'],
+    ['streak', 'Streak length'],
+    ['time', 'Time interval'],
+    ['user_creation', 'User created'],
+  ],
+  status: [
+    ['active', 'Active'],
+    ['inactive', 'Inactive'],
+  ],
+  timeUnit: [
+    ['hours', 'hours'],
+    ['days', 'days'],
+  ],
+  rounding: [
+    ['down', 'Down'],
+    ['up', 'Up'],
+    ['nearest', 'Nearest'],
+  ],
+} as const;
+
 async function systemsPage(deps: Deps, ctx: PageCtx, form: FormState) {
   const rows = await pointsSystemsResource.list(deps, ALL);
   const snap = deps.catalog.snapshot;
@@ -223,28 +247,9 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
           id="trigger-form"
         >
           <div class="row">
-            <Select
-              form={tf}
-              name="type"
-              label="Type"
-              options={[
-                ['metric', 'Metric threshold'],
-                ['achievement', 'Achievement completed'],
-                ['streak', 'Streak length'],
-                ['time', 'Time interval'],
-                ['user_creation', 'User created'],
-              ]}
-            />
+            <Select form={tf} name="type" label="Type" options={CHOICES.type} />
             <Input form={tf} name="points" label="Points" placeholder="10" />
-            <Select
-              form={tf}
-              name="status"
-              label="Status"
-              options={[
-                ['active', 'Active'],
-                ['inactive', 'Inactive'],
-              ]}
-            />
+            <Select form={tf} name="status" label="Status" options={CHOICES.status} />
           </div>
           <div class="row">
             <Select form={tf} name="metricId" label="Metric" options={optionsOf(snap.metrics)} blank="—" />
@@ -260,16 +265,7 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
           <div class="row">
             <Input form={tf} name="streakLength" label="Streak length" />
             <Input form={tf} name="timeInterval" label="Time interval" />
-            <Select
-              form={tf}
-              name="timeUnit"
-              label="Time unit"
-              options={[
-                ['hours', 'hours'],
-                ['days', 'days'],
-              ]}
-              blank="—"
-            />
+            <Select form={tf} name="timeUnit" label="Time unit" options={CHOICES.timeUnit} blank="—" />
           </div>
         </PostForm>
       </div>
@@ -308,16 +304,7 @@ async function systemPage(deps: Deps, c: Context<DashEnv>, ctx: PageCtx, forms: 
           <div class="row">
             <Input form={bf} name="name" label="Name" placeholder="Double XP weekend" />
             <Input form={bf} name="multiplier" label="Multiplier" placeholder="2" />
-            <Select
-              form={bf}
-              name="rounding"
-              label="Rounding"
-              options={[
-                ['down', 'Down'],
-                ['up', 'Up'],
-                ['nearest', 'Nearest'],
-              ]}
-            />
+            <Select form={bf} name="rounding" label="Rounding" options={CHOICES.rounding} />
           </div>
           <div class="row">
             <Input form={bf} name="start" label="Start" type="date" />

@@ -32,6 +32,19 @@ const STREAK_FIELDS = [
   'freezeAutoEarnInterval',
 ] as const;
 
+/** The choices of the page's selects, by field: each value with its label. */
+const CHOICES = {
+  frequency: [
+    ['daily', 'Daily'],
+    ['weekly', 'Weekly'],
+    ['monthly', 'Monthly'],
+  ],
+  mode: [
+    ['all', 'All of them'],
+    ['any', 'Any of them'],
+  ],
+} as const;
+
 function streakPatch(v: Values) {
   const conditions: Array<{ metricId: unknown; threshold: unknown }> = [];
   for (let i = 0; i < 3; i++) {
@@ -106,25 +119,8 @@ async function streaksPage(deps: Deps, ctx: PageCtx, form: FormState | null) {
             <FormError form={f} />
             <Checkbox form={f} name="enabled" label="Streaks are enabled" />
             <div class="row">
-              <Select
-                form={f}
-                name="frequency"
-                label="Frequency"
-                options={[
-                  ['daily', 'Daily'],
-                  ['weekly', 'Weekly'],
-                  ['monthly', 'Monthly'],
-                ]}
-              />
-              <Select
-                form={f}
-                name="mode"
-                label="Conditions to meet"
-                options={[
-                  ['all', 'All of them'],
-                  ['any', 'Any of them'],
-                ]}
-              />
+              <Select form={f} name="frequency" label="Frequency" options={CHOICES.frequency} />
+              <Select form={f} name="mode" label="Conditions to meet" options={CHOICES.mode} />
             </div>
             <h3>Conditions</h3>
             {f.errors.conditions ? <div class="flash error">{f.errors.conditions}</div> : null}
