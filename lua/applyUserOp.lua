@@ -49,7 +49,7 @@ Several ops in one call (single Redis only: their users' keys are in different s
 batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
 ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire id (or JSON), KEYS = each op's
 keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
-(its own reply marker).
+(its own reply marker), but its fused board moves carry no threshold (no response is built from them).
 
 The steps live in lua/lib/ (one concern each: user, profile, idempotency, streak, achievements,
 points, user-boards, board, outbox); this file reads the user's state (one HGETALL), runs them in
@@ -75,8 +75,10 @@ local function err(code, extra)
   return cjson.encode(e)
 end
 
--- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op.
-local function applyOne(KEYS, ARGV)
+-- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op; quiet (the
+-- ops of a multi-op call, batch items, whose caller builds no response) leaves the boards' thresholds
+-- out of the moves.
+local function applyOne(KEYS, ARGV, quiet)
   local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
   -- A retried call of an op that already committed (its reply was lost with the connection).
@@ -356,7 +358,7 @@ local function applyOne(KEYS, ARGV)
       if value then
         local K = {}
         for j = 1, f.kn do K[j] = KEYS[f.ki + j - 1] end
-        local m = updateBoard(K, { user.id, value, fmt(seq), fmt(now), '', tostring(f.max), '0', '0' })
+        local m = updateBoard(K, { user.id, value, fmt(seq), fmt(now), '', tostring(f.max), '0', '0', quiet and '1' or '0' })
         m.id = fb.id
         moves = moves or {}
         moves[#moves + 1] = m
@@ -442,6 +444,6 @@ for i, o in ipairs(ops) do
   local K = {}
   for j = 1, o.n do K[j] = KEYS[at + j] end
   at = at + o.n
-  replies[i] = applyOne(K, { plan, o.input, ARGV[4] })
+  replies[i] = applyOne(K, { plan, o.input, ARGV[4] }, true)
 end
 return replies

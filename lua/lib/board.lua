@@ -1,7 +1,30 @@
 -- updateBoard as a function, inlined by `--!include lib/board.lua`: lua/updateBoard.lua calls it for
 -- one board; lua/applyUserOp.lua calls it for the boards of an event on a single Redis (where every
 -- key is reachable from one script). K and A are that call's KEYS and ARGV as lua/updateBoard.lua
--- documents them; the reply is the same, as a table.
+-- documents them; the reply is the same, as a table. A[9] = '1' (batch items, which answer no
+-- response) leaves the threshold out of the reply, and the read it needs.
+
+local function boardValueText(n)
+  return string.format('%.0f', n)
+end
+
+local function boardMember(changedAt, id)
+  return string.format('%015.0f', changedAt) .. '|' .. id
+end
+
+-- "value|changedAt|group|seq|expires" (KEYS[1]'s values): value, changedAt, group, seq, expires.
+local function boardMeta(s)
+  return string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|?(.*)$')
+end
+
+-- A streak that broke without activity (expires reached) is never ranked (semantics §6.4).
+local function boardLapsed(isStreak, meta, now)
+  if not isStreak or not meta then return false end
+  local _, _, _, _, e = boardMeta(meta)
+  e = tonumber(e) or 0
+  return e > 0 and e <= now
+end
+
 local function updateBoard(K, A)
   local K_MEMBERS, K_RANKING, K_VERSION, K_CHANGES = K[1], K[2], K[3], K[4]
   local userId = A[1]
@@ -12,21 +35,44 @@ local function updateBoard(K, A)
   local max = tonumber(A[6])
   local expires = A[7]
   local isStreak = A[8] == '1'
+  local quiet = A[9] == '1'
 
-  local function fmtValue(n)
-    return string.format('%.0f', n)
+  local rankingChanged = false
+  -- The ranking's entries at positions max and max + 1 (1-based), read at most once while the ranking
+  -- is unchanged: none while it holds fewer than max entries; one, its lowest, when it is at the cap
+  -- (evictions keep it there); two only after the cap was lowered, when the lowest is read apart.
+  local edge = nil
+  local function readEdge()
+    if edge == nil then edge = redis.call('ZRANGE', K_RANKING, max - 1, max, 'WITHSCORES') end
+    return edge
   end
-
-  local function memberOf(changedAt, id)
-    return string.format('%015.0f', changedAt) .. '|' .. id
+  local function full()
+    return #readEdge() > 0
   end
-
-  local function split(s)
-    local out = {}
-    for part in string.gmatch(s, '([^|]*)|?') do out[#out + 1] = part end
-    return out
+  local function lowestEntry()
+    local e = readEdge()
+    if #e == 2 then return e end
+    return redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES')
   end
-
+  local function threshold()
+    if not full() then return 0 end
+    return -tonumber(lowestEntry()[2])
+  end
+  local function zrem(member)
+    redis.call('ZREM', K_RANKING, member)
+    rankingChanged = true
+    edge = nil
+  end
+  local function zadd(score, member)
+    redis.call('ZADD', K_RANKING, score, member)
+    rankingChanged = true
+    edge = nil
+  end
+  local function rankOf(member)
+    local r = redis.call('ZRANK', K_RANKING, member)
+    if r then return r + 1 end
+    return nil
+  end
   -- Every write to a ranking goes through here, so the version moves with each change.
   local function bumpVersion()
     if redis.call('INCR', K_VERSION) == 1 then
@@ -34,57 +80,15 @@ local function updateBoard(K, A)
       redis.call('SET', K_VERSION, string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
     end
   end
-  local rankingChanged = false
-  -- The ranking's size and lowest entry, read at most once while the ranking is unchanged.
-  local card, lowest = nil, nil
-  -- The size follows from the replies (members removed or added); the lowest entry is read again.
-  local function zrem(member)
-    local removed = redis.call('ZREM', K_RANKING, member)
-    rankingChanged = true
-    if card then card = card - removed end
-    lowest = nil
-  end
-  local function zadd(score, member)
-    local added = redis.call('ZADD', K_RANKING, score, member)
-    rankingChanged = true
-    if card then card = card + added end
-    lowest = nil
-  end
-
-  local function rankOf(member)
-    local r = redis.call('ZRANK', K_RANKING, member)
-    if r then return r + 1 end
-    return nil
-  end
-
-  local function size()
-    if card == nil then card = redis.call('ZCARD', K_RANKING) end
-    return card
-  end
-  local function lowestEntry()
-    if lowest == nil then lowest = redis.call('ZRANGE', K_RANKING, -1, -1, 'WITHSCORES') end
-    return lowest
-  end
-  local function threshold()
-    if size() < max then return 0 end
-    return -tonumber(lowestEntry()[2])
-  end
-
-  -- A streak that broke without activity (expires reached) is never ranked (semantics §6.4).
-  local function lapsed(meta)
-    if not isStreak or not meta then return false end
-    local e = tonumber(split(meta)[5] or '0') or 0
-    return e > 0 and e <= now
-  end
 
   local prevValue, prevChanged, prevSeq = nil, nil, -1
   local stored = redis.call('HGET', K_MEMBERS, userId)
   if stored then
-    local f = split(stored)
-    if f[3] ~= group then return { err = 'GROUP', group = f[3] } end
-    prevValue, prevChanged, prevSeq = tonumber(f[1]), tonumber(f[2]), tonumber(f[4])
+    local pv, pc, pg, ps = boardMeta(stored)
+    if pg ~= group then return { err = 'GROUP', group = pg } end
+    prevValue, prevChanged, prevSeq = tonumber(pv), tonumber(pc), tonumber(ps)
     -- The user was not shown before this update: treat the value as new (changed now, not ranked).
-    if lapsed(stored) then prevValue, prevChanged = nil, nil end
+    if boardLapsed(isStreak, stored, now) then prevValue, prevChanged = nil, nil end
   end
 
   -- Streak boards: drop broken streaks first, so ranks, the threshold and the cap count live ones only.
@@ -95,12 +99,12 @@ local function updateBoard(K, A)
       for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end
       local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
       for i, m in ipairs(all) do
-        if lapsed(metas[i]) then zrem(m) end
+        if boardLapsed(isStreak, metas[i], now) then zrem(m) end
       end
     end
   end
 
-  local prevMember = prevChanged and memberOf(prevChanged, userId) or nil
+  local prevMember = prevChanged and boardMember(prevChanged, userId) or nil
   local prevRank = prevMember and rankOf(prevMember) or nil
   local rankedPrevValue = prevRank and prevValue or nil
 
@@ -108,22 +112,22 @@ local function updateBoard(K, A)
   if seq <= prevSeq then
     if rankingChanged then bumpVersion() end
     -- Values travel as strings, as in the reply below (cjson would print 14 significant digits).
-    local shown = rankedPrevValue and fmtValue(rankedPrevValue)
+    local shown = rankedPrevValue and boardValueText(rankedPrevValue)
     return {
       prevRank = prevRank, rank = prevRank, prevValue = shown, value = shown,
-      threshold = fmtValue(threshold()), stale = true,
+      threshold = boardValueText(threshold()), stale = true,
     }
   end
 
   local changedAt = prevChanged
   if prevValue ~= value or prevChanged == nil then changedAt = now end
-  local member = memberOf(changedAt, userId)
+  local member = boardMember(changedAt, userId)
   local evicted = nil
   local rank = nil
 
   if prevRank and member ~= prevMember then zrem(prevMember) end
   if value > 0 then
-    if prevRank or size() < max then
+    if prevRank or not full() then
       zadd(-value, member)
     else
       local low = lowestEntry()
@@ -136,7 +140,7 @@ local function updateBoard(K, A)
     rank = rankOf(member)
   end
 
-  redis.call('HSET', K_MEMBERS, userId, fmtValue(value) .. '|' .. string.format('%.0f', changedAt) .. '|' .. group .. '|'
+  redis.call('HSET', K_MEMBERS, userId, boardValueText(value) .. '|' .. string.format('%.0f', changedAt) .. '|' .. group .. '|'
     .. string.format('%.0f', seq) .. '|' .. expires)
 
   local rankedValue = rank and value or nil
@@ -147,11 +151,11 @@ local function updateBoard(K, A)
 
   -- Change records, atomic with the change itself: the scheduler writes them to the users' rank
   -- history (leaderboard_rank_changes) and turns them into webhooks (src/workers/board-changes.ts).
-  local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
   local function change(u, pr, r, pv, v)
+    local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
     redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,
-      'pr', pr and fmtValue(pr) or '', 'r', r and fmtValue(r) or '', 'pv', pv and fmtValue(pv) or '',
-      'v', v and fmtValue(v) or '', 't', fmtValue(now))
+      'pr', pr and boardValueText(pr) or '', 'r', r and boardValueText(r) or '', 'pv', pv and boardValueText(pv) or '',
+      'v', v and boardValueText(v) or '', 't', boardValueText(now))
   end
   if K_CHANGES and evicted then change(evictedUser, max, nil, evicted.value, nil) end
   if K_CHANGES and (prevRank ~= rank or rankedPrevValue ~= rankedValue) then
@@ -161,9 +165,9 @@ local function updateBoard(K, A)
   return {
     prevRank = prevRank,
     rank = rank,
-    prevValue = rankedPrevValue and fmtValue(rankedPrevValue),
-    value = rankedValue and fmtValue(rankedValue),
-    threshold = fmtValue(threshold()),
+    prevValue = rankedPrevValue and boardValueText(rankedPrevValue),
+    value = rankedValue and boardValueText(rankedValue),
+    threshold = not quiet and boardValueText(threshold()) or nil,
     evicted = evictedUser,
   }
 end

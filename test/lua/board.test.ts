@@ -41,7 +41,15 @@ function newBoard() {
 async function update(
   userId: string,
   value: number,
-  opts: { seq?: number; now?: number; group?: string; max?: number; expires?: number; streak?: boolean } = {},
+  opts: {
+    seq?: number;
+    now?: number;
+    group?: string;
+    max?: number;
+    expires?: number;
+    streak?: boolean;
+    quiet?: boolean;
+  } = {},
 ): Promise<Reply> {
   const args = [
     userId,
@@ -52,6 +60,7 @@ async function update(
     String(opts.max ?? 10),
     String(opts.expires ?? 0),
     opts.streak ? '1' : '0',
+    opts.quiet ? '1' : '0',
   ];
   return h.run<Reply>(['board'], 'return updateBoard(KEYS, INPUT)', args, [
     keys.members,
@@ -116,6 +125,30 @@ describe('updateBoard', () => {
   });
 
   // The stale branch once returned numbers, which cjson prints with 14 significant digits.
+  it('after maxParticipants was lowered, compares with and evicts the lowest entry, not the one at the cap', async () => {
+    newBoard();
+    for (const [u, v] of [
+      ['a', 9],
+      ['b', 7],
+      ['c', 5],
+      ['d', 3],
+    ] as const)
+      await update(u, v, { max: 10 });
+    // The cap is now 2 and the ranking holds 4: the threshold is the lowest value (3), and a value above
+    // it evicts the lowest entry.
+    expect(await update('e', 2, { max: 2 })).toEqual({ threshold: '3' });
+    const r = await update('f', 4, { max: 2, now: 1500 });
+    expect(r).toMatchObject({ rank: 4, value: '4', evicted: 'd', threshold: '4' });
+    expect(await h.redis.zcard(keys.ranking)).toBe(4);
+  });
+
+  it('leaves the threshold out of a quiet reply (batch items), the move itself unchanged', async () => {
+    newBoard();
+    await update('a', 5, { max: 1 });
+    expect(await update('b', 7, { max: 1, quiet: true })).toEqual({ rank: 1, value: '7', evicted: 'a' });
+    expect(await h.redis.zrange(keys.ranking, 0, -1)).toEqual([expect.stringMatching(/\|b$/)]);
+  });
+
   it('answers a stale update with the exact values, as strings like every other reply', async () => {
     newBoard();
     await update('alice', 123_456_789_012_345, { seq: 5 });
