@@ -35,7 +35,8 @@ ARGV[3] wire: the id of the plan's wire objects (systems, levels, triggers, boos
         copied beside the outbox record (field w) when the op has points or level news
 
 Reply: the op's record as JSON, the same string as the outbox entry's field r and the reply marker;
-the entry's field x holds what only the history writer needs (shapes: src/redis/user-script.ts), or {"replay": <event id>, total, streak} for a replayed
+the entry's field x holds what only the history writer needs (shapes: src/redis/user-script.ts), or
+{"replay": <event id, '' when derived>, "at": <first use ms>, total, streak} for a replayed
 idempotency key. Errors the caller maps to statuses:
   {"err":"TZ","tz":"<zone>","prevTz":"<zone>"?}  the caller assumed another time zone (or another
                               stored zone before a change): recompute and call again
@@ -105,10 +106,12 @@ local function applyOne(KEYS, ARGV, quiet)
   local put, flush = userWrites()
   local exists = prof.created ~= nil
 
-  local prior = nil
+  local prior, priorAt = nil, nil
   if op == 'event' and input.idem then
-    prior = idemRemembered(K_IDEM, input.idem, now)
-    if not prior and input.idem.prevKi then prior = idemRemembered(KEYS[input.idem.prevKi], input.idem, now) end
+    prior, priorAt = idemRemembered(K_IDEM, input.idem, now)
+    if not prior and input.idem.prevKi then
+      prior, priorAt = idemRemembered(KEYS[input.idem.prevKi], input.idem, now)
+    end
   end
 
   -- The time zone this request is evaluated in: a replay does not upsert, so the stored one.
@@ -130,6 +133,7 @@ local function applyOne(KEYS, ARGV, quiet)
     if S.on then rollover(S.freq, st, cur, st.pauses, S.freezesOn) else st.length = 0 end
     return cjson.encode({
       replay = prior,
+      at = priorAt,
       total = U.metrics[metricId] or '0',
       streak = streakReply(st, false),
     })
@@ -299,9 +303,9 @@ local function applyOne(KEYS, ARGV, quiet)
       local listKey = KEYS[6 + i]
       put('n:', sys.id, fmt(total))
       later(function()
-        for _, a in ipairs(awards) do redis.call('LPUSH', listKey, cjson.encode(a)) end
+        for _, a in ipairs(awards) do redis.call('LPUSH', listKey, awardEntry(a)) end
         -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
-        redis.call('LTRIM', listKey, 0, 19)
+        redis.call('LTRIM', listKey, 0, 9)
       end)
       pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = total - before, awards = awards, lb = lb, la = la }
       pointsAdded[sys.id] = total - before
@@ -403,7 +407,7 @@ local function applyOne(KEYS, ARGV, quiet)
     value = op == 'event' and fmt(v) or nil,
     total = fmt(total1),
     eattrs = input.eattrs,
-    idem = input.idem and input.idem.f or nil,
+    ik = input.idem and input.idem.k or nil,
     completions = completions,
     points = pointsReply,
     streak = streakOut,

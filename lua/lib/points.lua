@@ -26,6 +26,13 @@ end
 -- trigger ids) and at (their slot time), streakLen (the new length when it increased), completions,
 -- nextId(), date (the awards' date). Returns the awards, the new total and whether a total would pass
 -- MAX_POINTS.
+-- One entry of the recent-awards list (src/redis/user-hash.ts decodeAward; lua/rebuild/encode.lua):
+-- "<total>|<awarded>|<award id>|<date ms>|<trigger id>|<boost ids, comma-separated>".
+local function awardEntry(a)
+  return fmt(a.total) .. '|' .. fmt(a.awarded) .. '|' .. a.id .. '|' .. fmt(a.date) .. '|' .. a.trigger .. '|'
+    .. table.concat(a.boosts, ',')
+end
+
 local function awardPoints(sys, total, ctx)
   local awards = {}
   local overflow = false

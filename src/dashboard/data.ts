@@ -4,7 +4,7 @@ import { and, desc, eq, gte } from 'drizzle-orm';
 import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
-import { decodeCompletion, splitUserHash } from '../redis/user-hash';
+import { decodeAward, decodeCompletion, splitUserHash } from '../redis/user-hash';
 import { fromMicros } from '../engine/decimal';
 import type { LuaAward } from '../services/user-op';
 
@@ -264,10 +264,7 @@ export async function userState(deps: Deps, userId: string, systemIds: string[])
   const awards = new Map<string, LuaAward[]>();
   systemIds.forEach((s, i) => {
     const list = (val(1 + i) ?? []) as string[];
-    awards.set(
-      s,
-      list.map((x) => JSON.parse(x) as LuaAward),
-    );
+    awards.set(s, list.map(decodeAward));
   });
   return {
     profile,

@@ -3,6 +3,12 @@
 // bucket floor(t / W), which expires at the end of the next bucket: every entry is kept at least W
 // and at most 2W, so a user's keys never outgrow two windows of keyed events. A look-up reads the
 // current and the previous bucket and treats an entry whose first use is W or more ago as forgotten.
+//
+// An entry is compact (a veteran keeps up to two windows of them): its field is idempotencyField (16
+// hex characters of a hash of metric and key, not the key itself), and its value the first use's ms.
+// The event id is then keyedEventId(user, metric, key, first use), derived again on a replay; an event
+// whose id was given (a batch item, whose id follows from its batch) stores "<event id>|<ms>".
+import { createHash } from 'node:crypto';
 import type { UserKeys } from '../redis/keys';
 
 export const DAY_MS = 86_400_000;
@@ -39,7 +45,37 @@ export function idempotencyKeys(keys: UserKeys, windowMs: number, now: number): 
   };
 }
 
-/** The stored value of a key first used at `at` by event `eventId` (the script writes the same). */
-export function idempotencyValue(eventId: string, at: number, windowMs: number): string {
-  return windowMs > 0 ? `${eventId}|${at}` : eventId;
+/** A UUID (version 4 layout) made of the first 32 hex digits of a digest. */
+export function uuidFromHex(h: string): string {
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The hash field of an idempotency key in its scope (user, metric): lua/migrateIdem.lua computes the same. */
+export function idempotencyField(metricId: string, key: string): string {
+  return createHash('sha1').update(`${metricId}|${key}`).digest('hex').slice(0, 16);
+}
+
+/**
+ * The id of the event that first used an idempotency key at `at` (ms): unique, since a key is used
+ * for a first time again only after its window, at another time.
+ */
+export function keyedEventId(userId: string, metricId: string, key: string, at: number): string {
+  const h = createHash('sha256')
+    .update(JSON.stringify([userId, metricId, key, at]))
+    .digest('hex');
+  return uuidFromHex(h);
+}
+
+/**
+ * The stored value of a key first used at `at` by event `eventId` (lua/lib/idempotency.lua writes the
+ * same): the ms alone when the id is the derived one, else "<event id>|<ms>".
+ */
+export function idempotencyValue(eventId: string, at: number, derived: boolean): string {
+  return derived ? String(at) : `${eventId}|${at}`;
+}
+
+/** The first use (ms) a stored value records: "<ms>" or "<event id>|<ms>"; null for a bare event id. */
+export function idempotencyAt(value: string): number | null {
+  const at = value.includes('|') ? value.slice(value.lastIndexOf('|') + 1) : value;
+  return /^\d+$/.test(at) ? Number(at) : null;
 }

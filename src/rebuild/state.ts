@@ -9,7 +9,7 @@
  * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
  * | achievements | `achievement_completions`, encoded as the user script stores them (time, then completion id) |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
- * | awards:<system> | the newest 20 `points_awards` by (`seq`, `pos`), JSON-encoded by the same Lua constructor |
+ * | awards:<system> | the newest RECENT_AWARDS `points_awards` by (`seq`, `pos`), encoded by the same Lua function |
  * | streak | `user_states.streak` (fields as last written) |
  * | shist | the newest 100 `streak_periods` of the streak's epoch |
  * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
@@ -32,7 +32,13 @@ import {
 } from '../db/schema';
 import type { Deps } from '../deps';
 import { dayIndex, type Frequency, periodIndex } from '../engine/periods';
-import { idempotencyKeys, idempotencyValue, DAY_MS } from '../engine/idempotency';
+import {
+  DAY_MS,
+  idempotencyField,
+  idempotencyKeys,
+  idempotencyValue,
+  keyedEventId,
+} from '../engine/idempotency';
 import { RECENT_AWARDS } from '../services/points-reads';
 import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-counters';
@@ -262,21 +268,27 @@ export async function loadUserStates(
     const metrics: Record<string, string> = {};
     const sums = new Map<string, number>();
     // The newest use of each key (a key reused after its window was processed anew).
-    const keyed = new Map<string, { id: string; at: number }>();
+    const keyed = new Map<string, { id: string; at: number; derived: boolean }>();
     for (const e of evs) {
       sums.set(e.metricId, (sums.get(e.metricId) ?? 0) + e.valueMicros);
-      if (e.idempotencyKey !== null)
-        keyed.set(`${e.metricId}|${e.idempotencyKey}`, { id: e.id, at: e.created.getTime() });
+      if (e.idempotencyKey !== null) {
+        const at = e.created.getTime();
+        keyed.set(idempotencyField(e.metricId, e.idempotencyKey), {
+          id: e.id,
+          at,
+          derived: e.id === keyedEventId(u.id, e.metricId, e.idempotencyKey, at),
+        });
+      }
     }
     for (const [m, s] of sums) metrics[m] = str(s);
     const userKeys = deps.keys.user(u.id);
     const idem: Record<string, Record<string, string>> = {};
     const idemExpireAt: Record<string, number> = {};
-    for (const [field, { id, at }] of keyed) {
+    for (const [field, { id, at, derived }] of keyed) {
       if (windowMs > 0 && now - at >= windowMs) continue;
       const key = idempotencyKeys(userKeys, windowMs, at);
       const hash = idem[key.current] ?? {};
-      hash[field] = idempotencyValue(id, at, windowMs);
+      hash[field] = idempotencyValue(id, at, derived);
       idem[key.current] = hash;
       if (key.expireAt !== undefined) idemExpireAt[key.current] = key.expireAt;
     }

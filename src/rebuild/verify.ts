@@ -7,7 +7,7 @@ import type { Deps } from '../deps';
 import { snapshottedRuns } from '../services/leaderboards';
 import { splitUserHash } from '../redis/user-hash';
 import { idempotencyKeyNames } from './rebuild';
-import { DAY_MS } from '../engine/idempotency';
+import { DAY_MS, idempotencyAt } from '../engine/idempotency';
 import {
   allUserIds,
   globalCounts,
@@ -184,8 +184,8 @@ async function verifyUsers(
     for (const key of idemKeys.get(s.userId)!) {
       const live = Object.fromEntries(
         Object.entries(res[k++] as Record<string, string>).filter(([, v]) => {
-          const at = Number(v.split('|')[1]);
-          return !(windowMs > 0 && v.includes('|') && now - at >= windowMs);
+          const at = idempotencyAt(v);
+          return !(windowMs > 0 && at !== null && now - at >= windowMs);
         }),
       );
       diffHash(diffs, s.userId, `idem ${key.slice(key.lastIndexOf(':idem'))}`, live, s.idem[key] ?? {});

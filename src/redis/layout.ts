@@ -1,24 +1,32 @@
 /**
  * The version of the Redis layout and the migration to it. Layout 2 keeps a user's state in one hash
- * (src/redis/user-hash.ts); layout 1 kept one hash per part (`keys.user(id).legacy()`). On start the
- * primary process converts every layout-1 user in place, one atomic script call per user
- * (lua/migrateUser.lua), then records the version so later starts skip the scan. Every call is
- * idempotent, so two processes migrating at once, or a start interrupted half-way, are safe: the next
- * start finishes the work. Stop processes of the previous version before starting this one.
+ * (src/redis/user-hash.ts); layout 1 kept one hash per part (`keys.user(id).legacy()`). Layout 3 keeps
+ * idempotency entries compact (src/engine/idempotency.ts); layout 2 named their fields
+ * "<metricId>|<key>". On start the primary process converts every layout-1 user in place, one atomic
+ * script call per user (lua/migrateUser.lua), and every idempotency hash with keyed fields, one call
+ * per hash (lua/migrateIdem.lua), then records the version so later starts skip the scan. Every call
+ * is idempotent, so two processes migrating at once, or a start interrupted half-way, are safe: the
+ * next start finishes the work. Stop processes of the previous version before starting this one.
  */
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from './batch';
 import { isCluster } from './client';
 
-export const LAYOUT_VERSION = '2';
+export const LAYOUT_VERSION = '3';
 
 /** Suffixes of the layout-1 keys of a user (`…:user:<id>:<suffix>`). */
 const LEGACY_SUFFIXES = ['metrics', 'counters', 'achievements', 'points', 'streak', 'boards', 'applied'];
 const LEGACY_KEY = new RegExp(`:user:(.+):(${LEGACY_SUFFIXES.join('|')})$`);
+/** An idempotency hash: forever (`…:idem`) or a window bucket (`…:idem:<n>`). */
+const IDEM_KEY = /:user:.+:idem(:-?\d+)?$/;
 
-/** Users with a layout-1 key, found by SCAN over every primary (ids, in no particular order). */
-async function legacyUsers(deps: Deps): Promise<string[]> {
+/**
+ * Users with a layout-1 key and the idempotency hashes, found by one SCAN over every primary (in no
+ * particular order).
+ */
+async function scanUsers(deps: Deps): Promise<{ users: string[]; idem: string[] }> {
   const found = new Set<string>();
+  const idem: string[] = [];
   const nodes = isCluster(deps.redis) ? deps.redis.nodes('master') : [deps.redis];
   for (const node of nodes) {
     let cursor = '0';
@@ -34,10 +42,11 @@ async function legacyUsers(deps: Deps): Promise<string[]> {
       for (const key of batch) {
         const m = LEGACY_KEY.exec(key);
         if (m) found.add(m[1]!);
+        if (IDEM_KEY.test(key)) idem.push(key);
       }
     } while (cursor !== '0');
   }
-  return [...found];
+  return { users: [...found], idem };
 }
 
 /**
@@ -70,17 +79,23 @@ export async function migrateUser(deps: Deps, userId: string): Promise<number> {
 }
 
 /**
- * Brings the data under this prefix to the current layout; returns how many users were moved. Does
- * nothing (one GET) once the version is recorded.
+ * Brings the data under this prefix to the current layout; returns how many users were moved and how
+ * many idempotency hashes rewritten. Does nothing (one GET) once the version is recorded.
  */
-export async function migrateLayout(deps: Deps): Promise<number> {
+export async function migrateLayout(deps: Deps): Promise<{ users: number; idem: number }> {
   const marker = deps.keys.global.layout;
-  if ((await deps.redis.get(marker)) === LAYOUT_VERSION) return 0;
-  const users = (await anyUsers(deps)) ? await legacyUsers(deps) : [];
-  let moved = 0;
-  for (let i = 0; i < users.length; i += 100) {
-    const results = await Promise.all(users.slice(i, i + 100).map((id) => migrateUser(deps, id)));
-    moved += results.filter((n) => n > 0).length;
+  const moved = { users: 0, idem: 0 };
+  if ((await deps.redis.get(marker)) === LAYOUT_VERSION) return moved;
+  const found = (await anyUsers(deps)) ? await scanUsers(deps) : { users: [], idem: [] };
+  for (let i = 0; i < found.users.length; i += 100) {
+    const results = await Promise.all(found.users.slice(i, i + 100).map((id) => migrateUser(deps, id)));
+    moved.users += results.filter((n) => n > 0).length;
+  }
+  for (let i = 0; i < found.idem.length; i += 100) {
+    const results = await Promise.all(
+      found.idem.slice(i, i + 100).map((key) => deps.redis.migrateIdem(1, key)),
+    );
+    moved.idem += results.filter((n) => n > 0).length;
   }
   await deps.redis.set(marker, LAYOUT_VERSION);
   return moved;

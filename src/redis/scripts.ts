@@ -16,6 +16,7 @@ export const SCRIPT_NAMES = [
   'batchProgress',
   'claimBatch',
   'claimDue',
+  'migrateIdem',
   'migrateUser',
   'rateLimit',
   'readWindow',
@@ -34,6 +35,7 @@ declare module 'ioredis' {
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<[number, string, string] | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
+    migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;

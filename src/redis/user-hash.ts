@@ -80,5 +80,34 @@ export function decodeCompletion(raw: string | undefined): { cid: string; at: nu
   return { at: Number(raw.slice(0, bar)), cid: raw.slice(bar + 1) };
 }
 
+/**
+ * One entry of a user's recent-awards list (lua/lib/points.lua awardEntry, lua/rebuild/encode.lua):
+ * "<total>|<awarded>|<award id>|<date ms>|<trigger id>|<boost ids, comma-separated>", or the JSON
+ * object lists held before entries were compact.
+ */
+export function decodeAward(raw: string): {
+  id: string;
+  awarded: number;
+  total: number;
+  trigger: string;
+  boosts: string[];
+  date: number;
+} {
+  if (raw.startsWith('{')) {
+    const a = JSON.parse(raw) as { boosts?: unknown };
+    // cjson wrote an empty list as {}.
+    return { ...(a as ReturnType<typeof decodeAward>), boosts: Array.isArray(a.boosts) ? a.boosts : [] };
+  }
+  const [total, awarded, id, date, trigger, boosts] = raw.split('|');
+  return {
+    id: id!,
+    awarded: Number(awarded),
+    total: Number(total),
+    trigger: trigger!,
+    boosts: boosts ? boosts.split(',') : [],
+    date: Number(date),
+  };
+}
+
 /** The field of one part's entry in the user hash: userField('metrics', id) = "m:<id>". */
 export const userField = (part: UserPart, name: string): string => USER_PARTS[part] + name;

@@ -39,10 +39,15 @@ export interface UserScriptInput {
   /** An event's value in millionths, as a string. */
   value?: string | undefined;
   eattrs?: Record<string, string> | undefined;
-  /** Idempotency: field, window (ms; 0 = forever), the bucket's expiry, KEYS indexes of older buckets. */
+  /**
+   * Idempotency (src/engine/idempotency.ts): field, raw key, whether the event id is the derived one,
+   * window (ms; 0 = forever), the bucket's expiry, KEYS indexes of older buckets.
+   */
   idem?:
     | {
         f: string;
+        k: string;
+        d: boolean | undefined;
         win: number;
         exp: number | undefined;
         prevKi: number | undefined;
@@ -168,7 +173,9 @@ const recordSchema = z.object({
   /** The metric's total after the op (millionths), as a string. */
   total: z.string().optional(),
   eattrs: stringMap.optional(),
-  /** "<metricId>|<key>" of an event's idempotency key. */
+  /** An event's idempotency key. */
+  ik: z.string().optional(),
+  /** "<metricId>|<key>": the key in records written before compact idempotency entries. */
   idem: z.string().optional(),
   completions: list(completionSchema),
   points: list(pointsSchema).optional(),
@@ -214,7 +221,13 @@ const extraSchema = z.object({
   profile: stringMap.optional(),
 });
 
-const replaySchema = z.object({ replay: z.string(), total: z.string(), streak: streakSchema });
+/** replay: the original event's id, '' when it is derived from the key and `at` (its first use, ms). */
+const replaySchema = z.object({
+  replay: z.string(),
+  at: z.string().optional(),
+  total: z.string(),
+  streak: streakSchema,
+});
 const errorSchema = z.object({ err: z.string(), tz: z.string().optional(), prevTz: z.string().optional() });
 
 export type UserScriptReply =

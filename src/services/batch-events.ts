@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Deps } from '../deps';
+import { uuidFromHex } from '../engine/idempotency';
 import { isInfrastructureError, unavailable } from '../errors';
 import { isCluster } from '../redis/client';
 import { runUserOp, runUserOps, type UserInput, type UserOp } from './user-op';
@@ -44,8 +45,7 @@ const MARK_MS = 7 * 24 * 3600 * 1000;
 
 /** The event id of item `index` of a batch: stable, so a resumed item is recognised. */
 export function batchEventId(batchId: string, index: number): string {
-  const h = createHash('sha256').update(`${batchId}:${index}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return uuidFromHex(createHash('sha256').update(`${batchId}:${index}`).digest('hex'));
 }
 
 /**

@@ -1,11 +1,10 @@
 // Points reads (application-api §6.8, semantics §5.10, §7.2, §7.3) over the per-user award lists and
 // the global per-system totals index (every user is added with 0 at creation).
 import type { PointsSystemConfig } from '../catalog/snapshot';
-import { userField } from '../redis/user-hash';
+import { decodeAward, userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { matchesFilters } from '../engine/filters';
 import { histogramRanges } from '../engine/stats';
-import { awardSchema } from '../redis/user-script';
 import { perUserPipelines } from './user-reads';
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { pointsAwards } from '../db/schema';
@@ -15,7 +14,7 @@ import { crossSlotPipeline, execValues } from '../redis/batch';
  * Awards kept per user and system in Redis (lua/applyUserOp.lua trims the list to them): the newest,
  * which the history writer may not have written yet. Older ones are read from points_awards.
  */
-export const RECENT_AWARDS = 20;
+export const RECENT_AWARDS = 10;
 
 /**
  * A user's total and most recent `count` awards (newest first) in a system: the newest
@@ -28,7 +27,7 @@ export async function userPoints(deps: Deps, userId: string, systemId: string, c
   pipe.lrange(k.awards(systemId), 0, count - 1);
   const res = await execValues(pipe);
   const total = Number(res[0] ?? 0);
-  const awards = ((res[1] ?? []) as string[]).map((raw) => awardSchema.parse(JSON.parse(raw)));
+  const awards = ((res[1] ?? []) as string[]).map(decodeAward);
   if (awards.length < RECENT_AWARDS || count <= awards.length) return { total, awards };
   // The list is full and more are asked for: the rest, older, come from the history.
   const seen = new Set(awards.map((a) => a.id));

@@ -17,7 +17,7 @@ import { AppError, isInfrastructureError, notFound, unavailable, unprocessable }
 import { boostStatus } from '../engine/boost-status';
 import { multiplierFraction } from '../engine/decimal';
 import { leaderboardStatus } from '../engine/leaderboard-status';
-import { DAY_MS, idempotencyKeys } from '../engine/idempotency';
+import { DAY_MS, idempotencyField, idempotencyKeys, keyedEventId } from '../engine/idempotency';
 import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
 import { wireRef } from './wire-snapshots';
@@ -195,9 +195,13 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
-  const eventId = (op.kind === 'event' && op.opId) || randomUUID();
-  const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const now = deps.clock.now();
+  // The reply marker's id: a batch item's own (stable across a resume), else this request's. An event
+  // with an idempotency key has the id derived from the key and this first use (stored compactly).
+  const opId = (op.kind === 'event' && op.opId) || randomUUID();
+  const derivedId = op.kind === 'event' && !op.opId && op.idempotencyKey !== undefined;
+  const eventId = derivedId ? keyedEventId(op.user.id, op.metricId, op.idempotencyKey!, now) : opId;
+  const systemKeys = plan.systems.map((s) => keys.awards(s.id));
   const idemKeys =
     op.kind === 'event' && op.idempotencyKey
       ? idempotencyKeys(keys, deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS, now)
@@ -207,7 +211,7 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     keys.hash,
     idemKeys?.current ?? keys.idempotency,
     keys.outbox,
-    keys.op(eventId),
+    keys.op(opId),
     keys.users,
     keys.streakHistory,
     ...systemKeys,
@@ -216,7 +220,9 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
   const idem =
     op.kind === 'event' && op.idempotencyKey && idemKeys
       ? {
-          f: `${op.metricId}|${op.idempotencyKey}`,
+          f: idempotencyField(op.metricId, op.idempotencyKey),
+          k: op.idempotencyKey,
+          d: derivedId || undefined,
           win: idemKeys.windowMs,
           exp: idemKeys.expireAt,
           prevKi: idemKeys.previous ? allKeys.length - 1 : undefined,
@@ -320,10 +326,13 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
   if (reply.kind === 'replay') {
     committed(p, false);
     const { replay } = reply;
+    // '' : the id derived from the key and its first use (src/engine/idempotency.ts).
+    const original =
+      replay.replay || keyedEventId(p.op.user.id, p.plan.metricId!, p.idem!.k, Number(replay.at));
     return {
       ...ctx,
-      replayOf: replay.replay,
-      eventId: replay.replay,
+      replayOf: original,
+      eventId: original,
       totalMicros: Number(replay.total),
       created: false,
       seq: 0,

@@ -89,7 +89,7 @@ export async function writeBatch(
         metricId: r.metric,
         valueMicros: Number(r.value),
         attributes: r.eattrs ?? {},
-        idempotencyKey: r.idem ? r.idem.slice(r.idem.indexOf('|') + 1) : null,
+        idempotencyKey: r.ik ?? (r.idem ? r.idem.slice(r.idem.indexOf('|') + 1) : null),
         localDate: r.date,
         tz: r.tz,
         created: r.now,

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { userField } from '../../src/redis/user-hash';
+import { idempotencyField, keyedEventId } from '../../src/engine/idempotency';
 import { acceptBatch, batchEventId, processBatch } from '../../src/services/batch-events';
 import { runUserOp } from '../../src/services/user-op';
 import { BatchResumer } from '../../src/workers/batches';
@@ -190,6 +191,42 @@ describe('POST /admin/v1/metrics/events: processing', () => {
     expect(await total('i-2')).toBe(3);
     const other = t.deps.catalog.snapshot.metricsByKey.get('other')!.id;
     expect(await total('i-1', other)).toBe(4);
+
+    // Compact entries (src/engine/idempotency.ts): the single event's id is derived from its key and
+    // first use, so only the ms is kept; a batch item's id follows from its batch, so it is kept.
+    const steps = t.deps.catalog.snapshot.metricsByKey.get('steps')!.id;
+    const windowMs = t.deps.config.IDEMPOTENCY_WINDOW_DAYS * 86_400_000;
+    const bucket = t.deps.keys.user('i-1').idemBucket(Math.floor(t.clock.now() / windowMs));
+    const stored = await t.deps.redis.hgetall(bucket);
+    expect(stored[idempotencyField(steps, 'k1')]).toBe(String(t.clock.now()));
+    expect(first.body.eventId).toBe(keyedEventId('i-1', steps, 'k1', t.clock.now()));
+    const k2 = stored[idempotencyField(steps, 'k2')]!;
+    expect(k2).toMatch(/^[0-9a-f-]{36}\|\d+$/);
+    expect(Object.keys(stored).every((f) => /^[0-9a-f]{16}$/.test(f))).toBe(true);
+    // A single event reusing the batch item's key replays it, with the item's event id.
+    const again = await t.api(
+      'POST',
+      '/v1/metrics/steps/event',
+      { user: { id: 'i-1' }, value: 1 },
+      { 'Idempotency-Key': 'k2' },
+    );
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({ eventId: k2.split('|')[0], idempotentReplayed: true, total: 3 });
+    // And the first event's key replays the derived id.
+    const k1 = await t.api(
+      'POST',
+      '/v1/metrics/steps/event',
+      { user: { id: 'i-1' }, value: 1 },
+      { 'Idempotency-Key': 'k1' },
+    );
+    expect(k1.body).toMatchObject({ eventId: first.body.eventId, idempotentReplayed: true });
+    await t.settle();
+    const keys = await t.deps.sql<{ id: string; k: string }[]>`
+      select id, idempotency_key as k from events where user_id = 'i-1' and metric_id = ${steps} order by k`;
+    expect(keys.map((r) => [r.id, r.k])).toEqual([
+      [first.body.eventId, 'k1'],
+      [k2.split('|')[0], 'k2'],
+    ]);
   });
 
   it('keeps parallel batches touching the same users exact (totals, one award per crossing)', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isCluster } from '../../src/redis/client';
 import { Keys } from '../../src/redis/keys';
 import { verifyState } from '../../src/rebuild/verify';
+import { idempotencyField } from '../../src/engine/idempotency';
 import { LAYOUT_VERSION, migrateLayout } from '../../src/redis/layout';
 import { decodeCompletion, splitUserHash, USER_PARTS, type UserPart } from '../../src/redis/user-hash';
 import { drain } from '../helpers/rebuild';
@@ -110,7 +111,7 @@ describe('Redis layout migration', () => {
     expect(parts.streak.length).toBe('2');
     await t.deps.redis.del(t.deps.keys.global.layout);
 
-    expect(await migrateLayout(t.deps)).toBe(1);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
     expect(await t.deps.redis.get(t.deps.keys.global.layout)).toBe(LAYOUT_VERSION);
     expect(await t.deps.redis.hgetall(t.deps.keys.user('old-1').hash)).toEqual(hashBefore);
     // Compact again: every value within the listpack's 64 bytes.
@@ -144,7 +145,7 @@ describe('Redis layout migration', () => {
       [`h:${Number(epoch) - 1}:${today - 5}`]: '9|0|0',
     });
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toBe(1);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
     const streak = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak;
     expect(Object.keys(streak).filter((f) => f.startsWith('h:'))).toEqual([]);
     expect(await t.deps.redis.get(k.streakHistory)).toBe(`${today}:1`);
@@ -158,7 +159,7 @@ describe('Redis layout migration', () => {
     const redis = t.deps.redis;
     const scans = (isCluster(redis) ? redis.nodes('master') : [redis]).map((node) => vi.spyOn(node, 'scan'));
     try {
-      expect(await migrateLayout(fresh)).toBe(0);
+      expect(await migrateLayout(fresh)).toEqual({ users: 0, idem: 0 });
       for (const scan of scans) expect(scan).not.toHaveBeenCalled();
       expect(await t.deps.redis.get(fresh.keys.global.layout)).toBe(LAYOUT_VERSION);
     } finally {
@@ -172,15 +173,55 @@ describe('Redis layout migration', () => {
     expect((await send('old-3:streak', 1)).status).toBe(201);
     const own = await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash);
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toBe(0);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
     expect(await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash)).toEqual(own);
     expect(await t.deps.redis.exists(t.deps.keys.user('old-3').hash)).toBe(0);
 
     await toLayout1('old-1');
     // Recorded: not scanned again (a layout-1 user written after it stays until the version is cleared).
-    expect(await migrateLayout(t.deps)).toBe(0);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toBe(1);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
     expect((await t.api('GET', '/v1/users/old-1/metrics')).body[0].current).toBe(6);
+  });
+
+  it('rewrites idempotency entries of layout 2 compactly: a key used before is still a replay of the same event', async () => {
+    // Layout 2 named a field "<metricId>|<key>" and kept "<event id>|<first use ms>" (a window) or the
+    // event id alone (forever): what the previous version left in Redis.
+    const base = Date.parse('2025-11-01T12:00:00Z');
+    t.clock.set(base);
+    const metricId = t.deps.catalog.snapshot.metricsByKey.get('visits')!.id;
+    const k = t.deps.keys.user('old-idem');
+    expect((await send('old-idem', 1)).status).toBe(201);
+    const windowMs = t.deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY;
+    const bucket = k.idemBucket(Math.floor(base / windowMs));
+    const oldId = '5f0c6c1e-8d1a-4c53-9a51-5b8e2c7d9a10';
+    await t.deps.redis.hset(bucket, `${metricId}|order-1`, `${oldId}|${base}`);
+    await t.deps.redis.pexpire(bucket, 2 * windowMs);
+    const foreverId = '7a1e9b2c-3d4f-4e5a-8b6c-7d8e9f0a1b2c';
+    await t.deps.redis.hset(k.idempotency, `${metricId}|order-2`, foreverId);
+    const ttl = await t.deps.redis.pttl(bucket);
+    await t.deps.redis.del(t.deps.keys.global.layout);
+
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 2 });
+    const fields = Object.keys(await t.deps.redis.hgetall(bucket));
+    expect(fields).toEqual([idempotencyField(metricId, 'order-1')]);
+    expect(fields[0]).toMatch(/^[0-9a-f]{16}$/);
+    expect(await t.deps.redis.hgetall(k.idempotency)).toEqual({
+      [idempotencyField(metricId, 'order-2')]: `${foreverId}|0`,
+    });
+    expect(Math.abs((await t.deps.redis.pttl(bucket)) - ttl)).toBeLessThan(1000);
+
+    const replay = await t.api(
+      'POST',
+      '/v1/metrics/visits/event',
+      { user: { id: 'old-idem' }, value: 1 },
+      { 'Idempotency-Key': 'order-1' },
+    );
+    expect(replay.status).toBe(202);
+    expect(replay.body).toMatchObject({ eventId: oldId, idempotentReplayed: true, total: 1 });
+    // A second run finds nothing left to rewrite.
+    await t.deps.redis.del(t.deps.keys.global.layout);
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
   });
 });

@@ -71,7 +71,7 @@ describe('rebuild and verify-state', () => {
     const award = (await t.deps.redis.lindex(k.awards(sys), 0))!;
     await t.deps.redis.hset(k.hash, userField('metrics', mid), String(Number(total) + 1));
     await t.deps.redis.hset(k.hash, userField('streak', 'length'), '99');
-    await t.deps.redis.lset(k.awards(sys), 0, award.replace('"awarded":', '"awarded":1'));
+    await t.deps.redis.lset(k.awards(sys), 0, award.replace('|', '|1'));
     const { differences } = await verifyState(t.deps);
     expect(differences).toEqual(
       expect.arrayContaining([

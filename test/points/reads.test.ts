@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RECENT_AWARDS } from '../../src/services/points-reads';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // Points reads (application-api §6.8 #15, #21, #22, E1–E4, §7.8; semantics §5.8, §5.10, §5.11, §7.2, §7.3).
@@ -103,11 +104,11 @@ describe('GET /v1/users/{id}/points/{key}', () => {
     expect((await t.api('GET', '/v1/users/learner/points/xp')).body.level).toMatchObject({ key: 'silver' });
   });
 
-  it('serves awards beyond the 20 kept in Redis from the history, in the same order and shape', async () => {
+  it('serves awards beyond the RECENT_AWARDS (10) kept in Redis from the history, in the same order and shape', async () => {
     for (let i = 0; i < 30; i++)
       await send('collector', 1, `2025-03-11T${String(i % 24).padStart(2, '0')}:00:00Z`);
     const xp = t.deps.catalog.snapshot.systemsByKey.get('xp')!;
-    expect(await t.deps.redis.llen(t.deps.keys.user('collector').awards(xp.id))).toBe(20);
+    expect(await t.deps.redis.llen(t.deps.keys.user('collector').awards(xp.id))).toBe(RECENT_AWARDS);
     const all = await t.api('GET', '/v1/users/collector/points/xp?awards=30');
     expect(all.status).toBe(200);
     expect(all.body.awards.map((a: any) => a.total)).toEqual(
