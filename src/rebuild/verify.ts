@@ -181,6 +181,12 @@ async function verifyUsers(
     // Idempotency keys still remembered (entries past the window wait for their bucket to expire).
     const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
     const now = deps.clock.now();
+    // Kept forever, an entry moved from the previous layout has no first use ("<id>|0", or the bare id):
+    // there the event ids are compared.
+    const comparable = (h: Record<string, string>) =>
+      windowMs > 0
+        ? h
+        : Object.fromEntries(Object.entries(h).map(([f, v]) => [f, v.includes('|') ? v.split('|')[0]! : v]));
     for (const key of idemKeys.get(s.userId)!) {
       const live = Object.fromEntries(
         Object.entries(res[k++] as Record<string, string>).filter(([, v]) => {
@@ -188,7 +194,13 @@ async function verifyUsers(
           return !(windowMs > 0 && at !== null && now - at >= windowMs);
         }),
       );
-      diffHash(diffs, s.userId, `idem ${key.slice(key.lastIndexOf(':idem'))}`, live, s.idem[key] ?? {});
+      diffHash(
+        diffs,
+        s.userId,
+        `idem ${key.slice(key.lastIndexOf(':idem'))}`,
+        comparable(live),
+        comparable(s.idem[key] ?? {}),
+      );
     }
     const indexed = res[k++] as string | null;
     if (indexed !== String(s.created))

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userPart } from '../helpers/user-hash';
 import { verifyState } from '../../src/rebuild/verify';
+import { migrateLayout } from '../../src/redis/layout';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { drain } from '../helpers/rebuild';
 
@@ -171,5 +172,34 @@ describe('IDEMPOTENCY_WINDOW_DAYS=0', () => {
     expect((await post()).status).toBe(202);
     const key = f.deps.keys.user('u').idempotency;
     expect(await f.deps.redis.pttl(key)).toBe(-1);
+  });
+
+  it('a key the previous layout kept forever (the bare event id) is still a replay, and verifies', async () => {
+    f.clock.set(Date.parse('2024-02-01T12:00:00Z'));
+    // The previous version gave every event a random id: a batch item's id is not derived from its key
+    // either, so it stands for such an event.
+    const batch = await f.admin('POST', '/metrics/events', [
+      { key: 'visits', user: { id: 'old' }, value: 1, idempotencyKey: 'legacy' },
+    ]);
+    expect(batch.status).toBe(202);
+    const metricId = f.deps.catalog.snapshot.metricsByKey.get('visits')!.id;
+    const k = f.deps.keys.user('old').idempotency;
+    const [eventId] = Object.values(await f.deps.redis.hgetall(k))[0]!.split('|');
+    // As the previous version stored it: field "<metricId>|<key>", value the event id.
+    await f.deps.redis.del(k);
+    await f.deps.redis.hset(k, `${metricId}|legacy`, eventId!);
+    await f.deps.redis.del(f.deps.keys.global.layout);
+    expect(await migrateLayout(f.deps)).toEqual({ users: 0, idem: 1 });
+    f.clock.set(Date.parse('2026-02-01T12:00:00Z'));
+    const again = await f.api(
+      'POST',
+      '/v1/metrics/visits/event',
+      { user: { id: 'old' }, value: 1 },
+      { 'Idempotency-Key': 'legacy' },
+    );
+    expect(again.status).toBe(202);
+    expect(again.body.eventId).toBe(eventId);
+    await drain(f);
+    expect((await verifyState(f.deps)).differences).toEqual([]);
   });
 });
