@@ -14,6 +14,7 @@
  * | shist | the newest 100 `streak_periods` of the streak's epoch |
  * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
+import type { RecentAward } from '../redis/user-hash';
 import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
 import {
@@ -119,18 +120,11 @@ function frequencyOf(start: string, end: string): Frequency {
   return days === 0 ? 'daily' : days === 6 ? 'weekly' : 'monthly';
 }
 
-/** JSON of awards and completions, encoded by Redis' cjson the way lua/applyUserOp.lua does. */
+/** Recent-award entries and completions, encoded by Redis the way lua/applyUserOp.lua does. */
 export async function encodeJson(
   deps: Deps,
   input: {
-    awards: Array<{
-      id: string;
-      awarded: number;
-      total: number;
-      trigger: string;
-      boosts: string[];
-      date: number;
-    }>;
+    awards: RecentAward[];
     completions: Array<{ cid: string; at: number }>;
   },
 ): Promise<{ awards: string[]; completions: string[] }> {

@@ -80,23 +80,26 @@ export function decodeCompletion(raw: string | undefined): { cid: string; at: nu
   return { at: Number(raw.slice(0, bar)), cid: raw.slice(bar + 1) };
 }
 
-/**
- * One entry of a user's recent-awards list (lua/lib/points.lua awardEntry, lua/rebuild/encode.lua):
- * "<total>|<awarded>|<award id>|<date ms>|<trigger id>|<boost ids, comma-separated>", or the JSON
- * object lists held before entries were compact.
- */
-export function decodeAward(raw: string): {
+/** A points award as the recent-awards lists keep it. */
+export interface RecentAward {
   id: string;
   awarded: number;
   total: number;
   trigger: string;
   boosts: string[];
   date: number;
-} {
+}
+
+/**
+ * One entry of a user's recent-awards list (lua/lib/points.lua awardEntry, lua/rebuild/encode.lua):
+ * "<total>|<awarded>|<award id>|<date ms>|<trigger id>|<boost ids, comma-separated>", or the JSON
+ * object lists held before entries were compact.
+ */
+export function decodeAward(raw: string): RecentAward {
   if (raw.startsWith('{')) {
     const a = JSON.parse(raw) as { boosts?: unknown };
     // cjson wrote an empty list as {}.
-    return { ...(a as ReturnType<typeof decodeAward>), boosts: Array.isArray(a.boosts) ? a.boosts : [] };
+    return { ...(a as RecentAward), boosts: Array.isArray(a.boosts) ? a.boosts : [] };
   }
   const [total, awarded, id, date, trigger, boosts] = raw.split('|');
   return {
