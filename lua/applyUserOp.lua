@@ -50,7 +50,9 @@ Several ops in one call (single Redis only: their users' keys are in different s
 batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
 ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire id (or JSON), KEYS = each op's
 keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
-(its own reply marker), but its fused board moves carry no threshold (no response is built from them).
+(its own reply marker), but its fused board moves carry no threshold (no response is built from them),
+and its reply is 'r' for an idempotency replay, 'd' for a record whose board moves were all made here,
+else as above.
 
 The steps live in lua/lib/ (one concern each: user, profile, idempotency, streak, achievements,
 points, user-boards, board, outbox); this file reads the user's state (one HGETALL), runs them in
@@ -78,7 +80,8 @@ end
 
 -- The body is one function of (KEYS, ARGV) so that a multi-op call can run it once per op; quiet (the
 -- ops of a multi-op call, batch items, whose caller builds no response) leaves the boards' thresholds
--- out of the moves.
+-- out of the moves and answers 'r' for a replay and 'd' for a record that leaves the caller nothing to
+-- do (src/redis/user-script.ts quietOutcome).
 local function applyOne(KEYS, ARGV, quiet)
   local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
@@ -130,6 +133,8 @@ local function applyOne(KEYS, ARGV, quiet)
   local st = loadStreak(U.streak, S.epoch)
 
   if prior then
+    -- A quiet op's caller needs no state: 'r' (lua/applyUserOp.lua "__multi").
+    if quiet then return 'r' end
     if S.on then rollover(S.freq, st, cur, st.pauses, S.freezesOn) else st.length = 0 end
     return cjson.encode({
       replay = prior,
@@ -436,6 +441,14 @@ local function applyOne(KEYS, ARGV, quiet)
     appendOutbox(K_OUTBOX, reply, extra, levelNews and ARGV[3] or nil)
   end
   redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
+  if quiet then
+    -- 'd': nothing is left to the caller (every board moved here), so the record need not travel back.
+    local left = false
+    for _, b in ipairs(boards) do
+      if not b.ap then left = true end
+    end
+    if not left then return 'd' end
+  end
   return reply
 end
 

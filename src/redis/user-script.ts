@@ -262,6 +262,9 @@ export function parseReply(raw: string): UserScriptReply {
  * boards left to move: parseReply and the whole handling).
  */
 export function quietOutcome(raw: string): 'done' | 'replayed' | 'full' {
+  // The short answers of an op in a "__multi" call (lua/applyUserOp.lua).
+  if (raw === 'd') return 'done';
+  if (raw === 'r') return 'replayed';
   const json = JSON.parse(raw) as { err?: unknown; replay?: unknown; boards?: unknown };
   if (json.err !== undefined) return 'full';
   if (typeof json.replay === 'string') return 'replayed';

@@ -229,6 +229,26 @@ describe('POST /admin/v1/metrics/events: processing', () => {
     ]);
   });
 
+  it('has each multi-op call answer short for items that leave nothing to do: d (committed), r (replayed)', async () => {
+    const spy = vi.spyOn(t.deps.redis, 'applyUserOp');
+    try {
+      const items = [0, 1, 2].map((i) => ({
+        key: 'other',
+        user: { id: `short-${i}` },
+        value: 1,
+        idempotencyKey: 's',
+      }));
+      expect((await batch(items)).status).toBe(202);
+      expect((await batch(items)).status).toBe(202);
+      const replies = await Promise.all(spy.mock.results.map((r) => r.value as Promise<string | string[]>));
+      // 'other' is on no leaderboard: nothing is left to the API, so no record travels back.
+      expect(replies.flat()).toEqual(['d', 'd', 'd', 'r', 'r', 'r']);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await total('short-0', t.deps.catalog.snapshot.metricsByKey.get('other')!.id)).toBe(1);
+  });
+
   it('keeps parallel batches touching the same users exact (totals, one award per crossing)', async () => {
     const users = Array.from({ length: 20 }, (_, i) => `par-${i}`);
     const batches = Array.from({ length: 5 }, (_, b) =>

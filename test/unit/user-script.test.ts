@@ -125,6 +125,9 @@ describe('user script contract (src/redis/user-script.ts)', () => {
       'replayed',
     );
     expect(quietOutcome(JSON.stringify({ ...record, boards: undefined }))).toBe('full');
+    // The short answers of a multi-op call.
+    expect(quietOutcome('d')).toBe('done');
+    expect(quietOutcome('r')).toBe('replayed');
   });
 
   it('refuses a record outside the contract rather than guessing', () => {
