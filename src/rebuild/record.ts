@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bulkInsert } from '../db/bulk';
+import { type BulkPart, bulkPart } from '../db/bulk';
 import type { Snapshot } from '../catalog/snapshot';
 import type { leaderboardUpdates } from '../db/schema';
 import type { Deps } from '../deps';
@@ -7,8 +7,6 @@ import { breakdownKeys, groupKey } from '../services/leaderboards';
 import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { OutboxEntry } from '../redis/user-script';
-
-type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
 
 const pairs = (flat: string[] | undefined): Record<string, string> => {
   const out: Record<string, string> = {};
@@ -37,10 +35,11 @@ function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['
 
 /**
  * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts): each user's merged
- * streak/counters fields and op sequence, and every board update with its commit order. Written in the
- * history transaction, idempotently (a batch written twice changes nothing).
+ * streak/counters fields and op sequence, and every board update with its commit order. Written with
+ * the history (src/workers/history-writer.ts), idempotently (a batch written twice changes nothing):
+ * `insertOnly` is the tail of the board updates, which are only ever inserted (see writeBatch).
  */
-export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[]): Promise<void> {
+export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: string): BulkPart[] {
   const snap = deps.catalog.snapshot;
   const states = new Map<
     string,
@@ -51,7 +50,7 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       indexes: Record<string, string>;
     }
   >();
-  const updates: Array<typeof leaderboardUpdates.$inferInsert> = [];
+  const updates: Array<Omit<typeof leaderboardUpdates.$inferInsert, 'created'> & { created: number }> = [];
   const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
   for (const { record: r } of ordered) {
     let s = states.get(r.user);
@@ -79,13 +78,12 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
         groupKey: groupFor(snap, b.id, b.run, r),
         expires: board?.rankBy === 'streak' ? streakExpiry(snap, r) : 0,
         ord,
-        created: new Date(r.now),
+        created: r.now,
       });
     }
   }
   const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
-  await bulkInsert(
-    tx,
+  const userStates = bulkPart(
     'user_states',
     [
       { column: 'user_id', type: 'text', value: (r) => r.userId },
@@ -101,8 +99,7 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       indexes = user_states.indexes || excluded.indexes, updated = now()
       where excluded.seq > user_states.seq`,
   );
-  await bulkInsert(
-    tx,
+  const boardUpdates = bulkPart(
     'leaderboard_updates',
     [
       { column: 'op_id', type: 'uuid', value: (u) => u.opId },
@@ -114,8 +111,10 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       { column: 'group_key', type: 'text', value: (u) => u.groupKey },
       { column: 'expires', type: 'int8', value: (u) => u.expires },
       { column: 'ord', type: 'int8', value: (u) => u.ord },
-      { column: 'created', type: 'timestamptz', value: (u) => u.created },
+      { column: 'created', type: 'epoch_ms', value: (u) => u.created },
     ],
     updates,
+    insertOnly,
   );
+  return [userStates, boardUpdates];
 }
