@@ -323,13 +323,25 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     this.groupsReady.add(shard);
   }
 
+  /**
+   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments for all of them
+   * (the same on every pass: built once).
+   */
+  private outboxes: { keys: string[]; shardOf: Map<string, number>; streams: string[] } | null = null;
+
   /** One pass over every shard; returns how many entries were written. */
   async drainOnce(): Promise<number> {
     const shards = this.deps.config.USER_SHARDS;
     const batchSize = this.opts.batchSize ?? 500;
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
     const all = Array.from({ length: shards }, (_, shard) => shard);
-    await Promise.all(all.map((shard) => this.ensureGroup(shard)));
+    if (this.groupsReady.size < shards) await Promise.all(all.map((shard) => this.ensureGroup(shard)));
+    if (!this.outboxes) {
+      const keys = all.map((shard) => this.deps.keys.outbox(shard));
+      const shardOf = new Map(keys.map((key, shard) => [key, shard]));
+      this.outboxes = { keys, shardOf, streams: [...keys, ...keys.map(() => '>')] };
+    }
+    const { keys, shardOf, streams } = this.outboxes;
     // Every shard is read at once (the reads share socket writes) and the whole pass is written in
     // one transaction: under load each shard holds only a few records, so per-shard transactions
     // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
@@ -340,22 +352,14 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     if (claim) {
       // One pipeline over every shard, like the acknowledgements below.
       const claims = crossSlotPipeline(this.deps.redis);
-      for (const shard of all)
-        claims.xautoclaim(
-          this.deps.keys.outbox(shard),
-          HISTORY_GROUP,
-          this.consumer,
-          claimIdle,
-          '0',
-          'COUNT',
-          perShard,
-        );
+      for (const key of keys)
+        claims.xautoclaim(key, HISTORY_GROUP, this.consumer, claimIdle, '0', 'COUNT', perShard);
       const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
       claimed.forEach(([, list], shard) => {
         for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
       });
     }
-    const read = (keys: string[]) =>
+    const read = (streams: string[]) =>
       this.deps.redis.xreadgroup(
         'GROUP',
         HISTORY_GROUP,
@@ -363,18 +367,16 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         'COUNT',
         perShard,
         'STREAMS',
-        ...keys,
-        ...keys.map(() => '>'),
+        ...streams,
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
-    const shardOfKey = new Map(all.map((shard) => [this.deps.keys.outbox(shard), shard]));
     // One read of every shard's stream on a single Redis (COUNT applies per stream); on Cluster the
     // streams live in different slots, so one read each.
     const replies = isCluster(this.deps.redis)
-      ? await Promise.all([...shardOfKey.keys()].map((key) => read([key])))
-      : [await read([...shardOfKey.keys()])];
+      ? await Promise.all(keys.map((key) => read([key, '>'])))
+      : [await read(streams)];
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
-        const shard = shardOfKey.get(key)!;
+        const shard = shardOf.get(key)!;
         lists[shard]!.push(...this.toEntries(shard, list));
       }
     }
