@@ -22,6 +22,32 @@ export const ordOf = (ts: string | undefined, nowMs: number) => (ts ? Number(ts)
 export const epochOf = (deps: Deps, r: OutboxEntry['record']) =>
   r.epoch ?? deps.catalog.snapshot.streak.epoch;
 
+/** streakExpiry results per configuration snapshot, by what they depend on besides it. */
+const expiries = new WeakMap<Snapshot, Map<string, number>>();
+
+/**
+ * streakExpiry of a record, remembered per snapshot: the records of a pass share a few streak states
+ * (last met period, freezes, pauses) and zones, and each is asked for it two or three times (user
+ * state index, streak boards, global streak index).
+ */
+export function expiryOf(snap: Snapshot, r: OutboxEntry['record']): number {
+  const s = r.streak;
+  if (s.length <= 0 || s.lastMet === undefined) return 0;
+  let memo = expiries.get(snap);
+  if (!memo) {
+    memo = new Map();
+    expiries.set(snap, memo);
+  }
+  const key = `${s.lastMet}|${s.freezes}|${r.tz}|${s.pauses?.length ? JSON.stringify(s.pauses) : ''}`;
+  let at = memo.get(key);
+  if (at === undefined) {
+    at = streakExpiry(snap, r);
+    if (memo.size >= 4096) memo.clear();
+    memo.set(key, at);
+  }
+  return at;
+}
+
 /** The breakdown group the API sent a board update with, or null when it sent none (see applyBoardUpdates). */
 function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['record']): string | null {
   const board = snap.leaderboardsById.get(boardId);
@@ -63,7 +89,7 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
     Object.assign(s.counters, pairs(r.cw));
     const st = r.streak;
     if (st?.changed) {
-      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${streakExpiry(snap, r)}` : '';
+      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
     }
     const ord = ordOf(r.ts, r.now);
     for (const b of r.boards) {
@@ -76,7 +102,7 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
         seq: r.seq,
         value: Number(b.value),
         groupKey: groupFor(snap, b.id, b.run, r),
-        expires: board?.rankBy === 'streak' ? streakExpiry(snap, r) : 0,
+        expires: board?.rankBy === 'streak' ? expiryOf(snap, r) : 0,
         ord,
         created: r.now,
       });
