@@ -8,11 +8,10 @@ import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { OutboxEntry } from '../redis/user-script';
 
-const pairs = (flat: string[] | undefined): Record<string, string> => {
-  const out: Record<string, string> = {};
-  if (!flat) return out;
+/** Sets the fields of a flat [field, value, ...] list on `out` (later ones win, as HSET). */
+const assignPairs = (out: Record<string, string>, flat: string[] | undefined): void => {
+  if (!flat) return;
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
-  return out;
 };
 
 /** Ms of Redis TIME µs (sortable integer; below 2^53 until the year 2255). */
@@ -85,8 +84,8 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
       states.set(r.user, s);
     }
     s.seq = Math.max(s.seq, r.seq);
-    Object.assign(s.streak, pairs(r.sh));
-    Object.assign(s.counters, pairs(r.cw));
+    assignPairs(s.streak, r.sh);
+    assignPairs(s.counters, r.cw);
     const st = r.streak;
     if (st?.changed) {
       s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
