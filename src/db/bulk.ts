@@ -49,37 +49,84 @@ function textOf(query: SQL): string {
 const texts = new Map<string, string>();
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-function statementText<T>(table: string, columns: Array<BulkColumn<T>>, tail: string): string {
-  const key = `${table}\u0000${columns.map((c) => `${c.column}:${c.type}`).join(',')}\u0000${tail}`;
+/** One `INSERT ... SELECT` of `part`, its column parameters numbered from `first`. */
+function insertText(part: BulkPart, first: number): string {
+  const { columns } = part;
+  // Casts and the t(c0, c1, ...) aliases are SQL text, not values, so they cannot be parameters;
+  // they are built only from BulkType (a closed list), column names and positions, never from data.
+  const selects = columns
+    .map((c, i) =>
+      c.type === 'jsonb'
+        ? `nullif(c${i}::jsonb, 'null'::jsonb)`
+        : c.type === 'text'
+          ? `c${i}`
+          : c.type === 'epoch_ms'
+            ? `timestamptz 'epoch' + c${i}::int8 * interval '1 millisecond'`
+            : `c${i}::${c.type}`,
+    )
+    .join(', ');
+  const sources = columns
+    .map((c, i) =>
+      c.type === 'jsonb'
+        ? `json_array_elements($${first + i}::json)`
+        : `json_array_elements_text($${first + i}::json)`,
+    )
+    .join(', ');
+  const names = columns.map((c) => quote(c.column)).join(', ');
+  const aliases = columns.map((_, i) => `c${i}`).join(', ');
+  return `insert into ${quote(part.table)} (${names}) select ${selects} from rows from (${sources}) as t(${aliases}) ${part.tail}`;
+}
+
+/**
+ * The statement of `parts` (those with rows), its text cached by table, columns and tail: the
+ * same few statements run on every pass. One part is a plain insert; more are data-modifying WITH
+ * queries ahead of the last one, all of one statement (atomic on its own, one round trip).
+ */
+function statementText(parts: BulkPart[]): string {
+  const key = parts
+    .map((p) => `${p.table}\u0000${p.columns.map((c) => `${c.column}:${c.type}`).join(',')}\u0000${p.tail}`)
+    .join('\u0001');
   let text = texts.get(key);
   if (text === undefined) {
-    // Casts and the t(c0, c1, ...) aliases are SQL text, not values, so they cannot be parameters;
-    // they are built only from BulkType (a closed list), column names and positions, never from data.
-    const selects = columns
-      .map((c, i) =>
-        c.type === 'jsonb'
-          ? `nullif(c${i}::jsonb, 'null'::jsonb)`
-          : c.type === 'text'
-            ? `c${i}`
-            : c.type === 'epoch_ms'
-              ? `timestamptz 'epoch' + c${i}::int8 * interval '1 millisecond'`
-              : `c${i}::${c.type}`,
-      )
-      .join(', ');
-    const sources = columns
-      .map((c, i) =>
-        c.type === 'jsonb'
-          ? `json_array_elements($${i + 1}::json)`
-          : `json_array_elements_text($${i + 1}::json)`,
-      )
-      .join(', ');
-    const names = columns.map((c) => quote(c.column)).join(', ');
-    const aliases = columns.map((_, i) => `c${i}`).join(', ');
-    text = `insert into ${quote(table)} (${names}) select ${selects} from rows from (${sources}) as t(${aliases}) ${tail}`;
+    let first = 1;
+    const inserts = parts.map((part) => {
+      const t = insertText(part, first);
+      first += part.columns.length;
+      return t;
+    });
+    const last = inserts.pop()!;
+    text = inserts.length ? `with ${inserts.map((t, i) => `i${i} as (${t})`).join(', ')} ${last}` : last;
     if (texts.size >= 256) texts.clear();
     texts.set(key, text);
   }
   return text;
+}
+
+/** One table's rows of a bulk insert (see bulkPart). */
+export interface BulkPart {
+  table: string;
+  columns: Array<BulkColumn<never>>;
+  rows: unknown[];
+  /** SQL text after the select: `on conflict ...`, or '' for a plain insert. */
+  tail: string;
+}
+
+/**
+ * A table's rows and columns for bulkInsertAll; `tail` as bulkInsert's (default: on conflict do
+ * nothing), or as SQL text.
+ */
+export function bulkPart<T>(
+  table: string,
+  columns: Array<BulkColumn<T>>,
+  rows: T[],
+  tail?: SQL | string,
+): BulkPart {
+  return {
+    table,
+    columns: columns as Array<BulkColumn<never>>,
+    rows,
+    tail: typeof tail === 'string' ? tail : tail ? textOf(tail) : 'on conflict do nothing',
+  };
 }
 
 /**
@@ -101,10 +148,21 @@ export async function bulkInsert<T>(
   rows: T[],
   tail?: SQL,
 ): Promise<void> {
-  if (rows.length === 0) return;
-  const tailText = tail ? textOf(tail) : 'on conflict do nothing';
-  const text = statementText(table, columns, tailText);
-  const params = columns.map((c) => JSON.stringify(rows.map(c.value)));
+  await bulkInsertAll(db, [bulkPart(table, columns, rows, tail)]);
+}
+
+/**
+ * bulkInsert of several tables in one statement (parts without rows are left out; nothing is sent
+ * when none has any): one prepared statement, one round trip, atomic on its own. The tables must not
+ * depend on one another within it (the inserts see the same snapshot, in no set order).
+ */
+export async function bulkInsertAll(db: Executor, parts: BulkPart[]): Promise<void> {
+  const filled = parts.filter((p) => p.rows.length > 0);
+  if (filled.length === 0) return;
+  const text = statementText(filled);
+  const params: string[] = [];
+  for (const { columns, rows } of filled)
+    for (const c of columns) params.push(JSON.stringify(rows.map(c.value as (row: unknown) => unknown)));
   const session = db._.session;
   if (is(session, PostgresJsSession)) {
     await session.client.unsafe(text, params, { prepare: true });

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bulkInsert } from '../db/bulk';
+import { type BulkPart, bulkPart } from '../db/bulk';
 import type { Snapshot } from '../catalog/snapshot';
 import type { leaderboardUpdates } from '../db/schema';
 import type { Deps } from '../deps';
@@ -8,13 +8,10 @@ import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { OutboxEntry } from '../redis/user-script';
 
-type Tx = Parameters<Parameters<Deps['db']['transaction']>[0]>[0];
-
-const pairs = (flat: string[] | undefined): Record<string, string> => {
-  const out: Record<string, string> = {};
-  if (!flat) return out;
+/** Sets the fields of a flat [field, value, ...] list on `out` (later ones win, as HSET). */
+const assignPairs = (out: Record<string, string>, flat: string[] | undefined): void => {
+  if (!flat) return;
   for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
-  return out;
 };
 
 /** Ms of Redis TIME µs (sortable integer; below 2^53 until the year 2255). */
@@ -23,6 +20,32 @@ export const ordOf = (ts: string | undefined, nowMs: number) => (ts ? Number(ts)
 /** The settings epoch of a record (older records carry none: the current one). */
 export const epochOf = (deps: Deps, r: OutboxEntry['record']) =>
   r.epoch ?? deps.catalog.snapshot.streak.epoch;
+
+/** streakExpiry results per configuration snapshot, by what they depend on besides it. */
+const expiries = new WeakMap<Snapshot, Map<string, number>>();
+
+/**
+ * streakExpiry of a record, remembered per snapshot: the records of a pass share a few streak states
+ * (last met period, freezes, pauses) and zones, and each is asked for it two or three times (user
+ * state index, streak boards, global streak index).
+ */
+export function expiryOf(snap: Snapshot, r: OutboxEntry['record']): number {
+  const s = r.streak;
+  if (s.length <= 0 || s.lastMet === undefined) return 0;
+  let memo = expiries.get(snap);
+  if (!memo) {
+    memo = new Map();
+    expiries.set(snap, memo);
+  }
+  const key = `${s.lastMet}|${s.freezes}|${r.tz}|${s.pauses?.length ? JSON.stringify(s.pauses) : ''}`;
+  let at = memo.get(key);
+  if (at === undefined) {
+    at = streakExpiry(snap, r);
+    if (memo.size >= 4096) memo.clear();
+    memo.set(key, at);
+  }
+  return at;
+}
 
 /** The breakdown group the API sent a board update with, or null when it sent none (see applyBoardUpdates). */
 function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['record']): string | null {
@@ -37,10 +60,11 @@ function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['
 
 /**
  * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts): each user's merged
- * streak/counters fields and op sequence, and every board update with its commit order. Written in the
- * history transaction, idempotently (a batch written twice changes nothing).
+ * streak/counters fields and op sequence, and every board update with its commit order. Written with
+ * the history (src/workers/history-writer.ts), idempotently (a batch written twice changes nothing):
+ * `insertOnly` is the tail of the board updates, which are only ever inserted (see writeBatch).
  */
-export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[]): Promise<void> {
+export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: string): BulkPart[] {
   const snap = deps.catalog.snapshot;
   const states = new Map<
     string,
@@ -51,7 +75,7 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       indexes: Record<string, string>;
     }
   >();
-  const updates: Array<typeof leaderboardUpdates.$inferInsert> = [];
+  const updates: Array<Omit<typeof leaderboardUpdates.$inferInsert, 'created'> & { created: number }> = [];
   const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
   for (const { record: r } of ordered) {
     let s = states.get(r.user);
@@ -60,11 +84,11 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       states.set(r.user, s);
     }
     s.seq = Math.max(s.seq, r.seq);
-    Object.assign(s.streak, pairs(r.sh));
-    Object.assign(s.counters, pairs(r.cw));
+    assignPairs(s.streak, r.sh);
+    assignPairs(s.counters, r.cw);
     const st = r.streak;
     if (st?.changed) {
-      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${streakExpiry(snap, r)}` : '';
+      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
     }
     const ord = ordOf(r.ts, r.now);
     for (const b of r.boards) {
@@ -77,15 +101,14 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
         seq: r.seq,
         value: Number(b.value),
         groupKey: groupFor(snap, b.id, b.run, r),
-        expires: board?.rankBy === 'streak' ? streakExpiry(snap, r) : 0,
+        expires: board?.rankBy === 'streak' ? expiryOf(snap, r) : 0,
         ord,
-        created: new Date(r.now),
+        created: r.now,
       });
     }
   }
   const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
-  await bulkInsert(
-    tx,
+  const userStates = bulkPart(
     'user_states',
     [
       { column: 'user_id', type: 'text', value: (r) => r.userId },
@@ -101,8 +124,7 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       indexes = user_states.indexes || excluded.indexes, updated = now()
       where excluded.seq > user_states.seq`,
   );
-  await bulkInsert(
-    tx,
+  const boardUpdates = bulkPart(
     'leaderboard_updates',
     [
       { column: 'op_id', type: 'uuid', value: (u) => u.opId },
@@ -114,8 +136,10 @@ export async function writeRebuildRows(tx: Tx, deps: Deps, entries: OutboxEntry[
       { column: 'group_key', type: 'text', value: (u) => u.groupKey },
       { column: 'expires', type: 'int8', value: (u) => u.expires },
       { column: 'ord', type: 'int8', value: (u) => u.ord },
-      { column: 'created', type: 'timestamptz', value: (u) => u.created },
+      { column: 'created', type: 'epoch_ms', value: (u) => u.created },
     ],
     updates,
+    insertOnly,
   );
+  return [userStates, boardUpdates];
 }

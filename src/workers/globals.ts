@@ -7,7 +7,7 @@
 // acknowledgement (a writer dying between the two may count a record twice: verify-state reports it,
 // rebuild recomputes them).
 import type { Deps } from '../deps';
-import { streakExpiry } from '../engine/streak-expiry';
+import { expiryOf } from '../rebuild/record';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
@@ -42,7 +42,7 @@ export function globalsOf(
   const s = r.streak;
   const streak = s?.changed ? (s.length > 0 ? 'set' : 'del') : '';
   if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return null;
-  const meta = streak === 'set' ? `${r.now}|${streakExpiry(deps.catalog.snapshot, r)}` : '';
+  const meta = streak === 'set' ? `${r.now}|${expiryOf(deps.catalog.snapshot, r)}` : '';
   return {
     args: [
       r.user,

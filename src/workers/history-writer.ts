@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
-import { bulkInsert } from '../db/bulk';
+import { type BulkPart, bulkInsertAll, bulkPart } from '../db/bulk';
+import { isUniqueViolation } from '../admin/common';
 import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
@@ -12,7 +13,7 @@ import { applyBoardUpdates } from '../services/leaderboards';
 import { resolveWires } from '../services/wire-snapshots';
 import { asArray } from '../services/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
-import { epochOf, writeRebuildRows } from '../rebuild/record';
+import { epochOf, rebuildParts } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { observeHistoryPass } from '../metrics/hooks';
 import { worker } from './runner';
@@ -38,6 +39,16 @@ function boundsOf(freq: Parameters<typeof periodBounds>[0], idx: number) {
   }
   return b;
 }
+
+/** Upserts of the users and streak periods a pass writes (rows of later ops win). */
+const USERS_UPSERT = sql`on conflict (id) do update set email = excluded.email, name = excluded.name,
+  tz = excluded.tz, attributes = excluded.attributes, subscribe_to_emails = excluded.subscribe_to_emails,
+  device_tokens = excluded.device_tokens, preferences = excluded.preferences,
+  updated = greatest(users.updated, excluded.updated)
+  where excluded.updated >= users.updated`;
+const PERIODS_UPSERT = sql`on conflict (user_id, period_start) do update set length = excluded.length,
+  used_freeze = excluded.used_freeze, used_pause = excluded.used_pause, epoch = excluded.epoch,
+  updated = excluded.updated`;
 
 /** A row type whose timestamps travel as epoch milliseconds (bulkInsert's `epoch_ms`). */
 type Ms<T, K extends keyof T> = Omit<T, K> & { [P in K]: number };
@@ -138,104 +149,106 @@ export async function writeBatch(
       });
     }
   }
-  // Users an op referenced without changing their profile may not have a row yet only if their
-  // creating record is in this batch or an earlier one, so rows are written users-first.
-  await deps.db.transaction(async (tx) => {
-    // Every statement is sent at once: the connection runs them in this order (users first), in one
-    // round trip instead of one each.
-    await Promise.all([
-      bulkInsert(
-        tx,
-        'users',
-        [
-          { column: 'id', type: 'text', value: (u) => u.id },
-          { column: 'email', type: 'text', value: (u) => u.email },
-          { column: 'name', type: 'text', value: (u) => u.name },
-          { column: 'tz', type: 'text', value: (u) => u.tz },
-          { column: 'attributes', type: 'jsonb', value: (u) => u.attributes },
-          { column: 'subscribe_to_emails', type: 'bool', value: (u) => u.subscribeToEmails },
-          { column: 'device_tokens', type: 'jsonb', value: (u) => u.deviceTokens },
-          { column: 'preferences', type: 'jsonb', value: (u) => u.preferences },
-          { column: 'created', type: 'epoch_ms', value: (u) => u.created },
-          { column: 'updated', type: 'epoch_ms', value: (u) => u.updated },
-        ],
-        [...profiles.values()],
-        sql`on conflict (id) do update set email = excluded.email, name = excluded.name, tz = excluded.tz,
-        attributes = excluded.attributes, subscribe_to_emails = excluded.subscribe_to_emails,
-        device_tokens = excluded.device_tokens, preferences = excluded.preferences,
-        updated = greatest(users.updated, excluded.updated)
-        where excluded.updated >= users.updated`,
-      ),
-      bulkInsert(
-        tx,
-        'events',
-        [
-          { column: 'id', type: 'uuid', value: (e) => e.id },
-          { column: 'user_id', type: 'text', value: (e) => e.userId },
-          { column: 'metric_id', type: 'uuid', value: (e) => e.metricId },
-          { column: 'value_micros', type: 'int8', value: (e) => e.valueMicros },
-          { column: 'attributes', type: 'jsonb', value: (e) => e.attributes },
-          { column: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
-          { column: 'local_date', type: 'date', value: (e) => e.localDate },
-          { column: 'tz', type: 'text', value: (e) => e.tz },
-          { column: 'created', type: 'epoch_ms', value: (e) => e.created },
-          { column: 'seq', type: 'int8', value: (e) => e.seq },
-        ],
-        eventRows,
-      ),
-      bulkInsert(
-        tx,
-        'points_awards',
-        [
-          { column: 'id', type: 'uuid', value: (a) => a.id },
-          { column: 'event_id', type: 'uuid', value: (a) => a.eventId },
-          { column: 'user_id', type: 'text', value: (a) => a.userId },
-          { column: 'system_id', type: 'uuid', value: (a) => a.systemId },
-          { column: 'trigger_id', type: 'uuid', value: (a) => a.triggerId },
-          { column: 'awarded', type: 'int8', value: (a) => a.awarded },
-          { column: 'total', type: 'int8', value: (a) => a.total },
-          { column: 'boosts', type: 'jsonb', value: (a) => a.boosts },
-          { column: 'local_date', type: 'date', value: (a) => a.localDate },
-          { column: 'created', type: 'epoch_ms', value: (a) => a.created },
-          { column: 'seq', type: 'int8', value: (a) => a.seq },
-          { column: 'pos', type: 'int4', value: (a) => a.pos },
-        ],
-        awardRows,
-      ),
-      bulkInsert(
-        tx,
-        'achievement_completions',
-        [
-          { column: 'id', type: 'uuid', value: (c) => c.id },
-          { column: 'user_id', type: 'text', value: (c) => c.userId },
-          { column: 'achievement_id', type: 'uuid', value: (c) => c.achievementId },
-          { column: 'achieved_at', type: 'epoch_ms', value: (c) => c.achievedAt },
-          { column: 'event_id', type: 'uuid', value: (c) => c.eventId },
-        ],
-        completionRows,
-      ),
-      bulkInsert(
-        tx,
-        'streak_periods',
-        [
-          { column: 'user_id', type: 'text', value: (p) => p.userId },
-          { column: 'period_start', type: 'date', value: (p) => p.periodStart },
-          { column: 'period_end', type: 'date', value: (p) => p.periodEnd },
-          { column: 'length', type: 'int4', value: (p) => p.length },
-          { column: 'used_freeze', type: 'bool', value: (p) => p.usedFreeze },
-          { column: 'used_pause', type: 'bool', value: (p) => p.usedPause },
-          { column: 'epoch', type: 'int4', value: (p) => p.epoch },
-          { column: 'updated', type: 'epoch_ms', value: (p) => p.updated },
-        ],
-        [...periodRows.values()],
-        sql`on conflict (user_id, period_start) do update set length = excluded.length,
-        used_freeze = excluded.used_freeze, used_pause = excluded.used_pause, epoch = excluded.epoch,
-        updated = excluded.updated`,
-      ),
-      writeRebuildRows(tx, deps, entries),
-    ]);
-    for (const hook of hooks) await hook(tx, entries, deps);
-  });
+  // Events, awards, completions and board updates are only ever inserted, keyed by ids minted with
+  // the change: a pass inserts them plainly (no speculative insertion per row), and a pass that meets
+  // a row already there (entries written before, by a writer that died before acknowledging them) is
+  // rolled back and written again with `on conflict do nothing` (idempotent).
+  const parts = (insertOnly: string): BulkPart[] => [
+    bulkPart(
+      'users',
+      [
+        { column: 'id', type: 'text', value: (u) => u.id },
+        { column: 'email', type: 'text', value: (u) => u.email },
+        { column: 'name', type: 'text', value: (u) => u.name },
+        { column: 'tz', type: 'text', value: (u) => u.tz },
+        { column: 'attributes', type: 'jsonb', value: (u) => u.attributes },
+        { column: 'subscribe_to_emails', type: 'bool', value: (u) => u.subscribeToEmails },
+        { column: 'device_tokens', type: 'jsonb', value: (u) => u.deviceTokens },
+        { column: 'preferences', type: 'jsonb', value: (u) => u.preferences },
+        { column: 'created', type: 'epoch_ms', value: (u) => u.created },
+        { column: 'updated', type: 'epoch_ms', value: (u) => u.updated },
+      ],
+      [...profiles.values()],
+      USERS_UPSERT,
+    ),
+    bulkPart(
+      'events',
+      [
+        { column: 'id', type: 'uuid', value: (e) => e.id },
+        { column: 'user_id', type: 'text', value: (e) => e.userId },
+        { column: 'metric_id', type: 'uuid', value: (e) => e.metricId },
+        { column: 'value_micros', type: 'int8', value: (e) => e.valueMicros },
+        { column: 'attributes', type: 'jsonb', value: (e) => e.attributes },
+        { column: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
+        { column: 'local_date', type: 'date', value: (e) => e.localDate },
+        { column: 'tz', type: 'text', value: (e) => e.tz },
+        { column: 'created', type: 'epoch_ms', value: (e) => e.created },
+        { column: 'seq', type: 'int8', value: (e) => e.seq },
+      ],
+      eventRows,
+      insertOnly,
+    ),
+    bulkPart(
+      'points_awards',
+      [
+        { column: 'id', type: 'uuid', value: (a) => a.id },
+        { column: 'event_id', type: 'uuid', value: (a) => a.eventId },
+        { column: 'user_id', type: 'text', value: (a) => a.userId },
+        { column: 'system_id', type: 'uuid', value: (a) => a.systemId },
+        { column: 'trigger_id', type: 'uuid', value: (a) => a.triggerId },
+        { column: 'awarded', type: 'int8', value: (a) => a.awarded },
+        { column: 'total', type: 'int8', value: (a) => a.total },
+        { column: 'boosts', type: 'jsonb', value: (a) => a.boosts },
+        { column: 'local_date', type: 'date', value: (a) => a.localDate },
+        { column: 'created', type: 'epoch_ms', value: (a) => a.created },
+        { column: 'seq', type: 'int8', value: (a) => a.seq },
+        { column: 'pos', type: 'int4', value: (a) => a.pos },
+      ],
+      awardRows,
+      insertOnly,
+    ),
+    bulkPart(
+      'achievement_completions',
+      [
+        { column: 'id', type: 'uuid', value: (c) => c.id },
+        { column: 'user_id', type: 'text', value: (c) => c.userId },
+        { column: 'achievement_id', type: 'uuid', value: (c) => c.achievementId },
+        { column: 'achieved_at', type: 'epoch_ms', value: (c) => c.achievedAt },
+        { column: 'event_id', type: 'uuid', value: (c) => c.eventId },
+      ],
+      completionRows,
+      insertOnly,
+    ),
+    bulkPart(
+      'streak_periods',
+      [
+        { column: 'user_id', type: 'text', value: (p) => p.userId },
+        { column: 'period_start', type: 'date', value: (p) => p.periodStart },
+        { column: 'period_end', type: 'date', value: (p) => p.periodEnd },
+        { column: 'length', type: 'int4', value: (p) => p.length },
+        { column: 'used_freeze', type: 'bool', value: (p) => p.usedFreeze },
+        { column: 'used_pause', type: 'bool', value: (p) => p.usedPause },
+        { column: 'epoch', type: 'int4', value: (p) => p.epoch },
+        { column: 'updated', type: 'epoch_ms', value: (p) => p.updated },
+      ],
+      [...periodRows.values()],
+      PERIODS_UPSERT,
+    ),
+    ...rebuildParts(deps, entries, insertOnly),
+  ];
+  // Every table in one statement (one round trip; there are no foreign keys between them), then the
+  // hooks, in one transaction.
+  const write = (insertOnly: string) =>
+    deps.db.transaction(async (tx) => {
+      await bulkInsertAll(tx, parts(insertOnly));
+      for (const hook of hooks) await hook(tx, entries, deps);
+    });
+  try {
+    await write('');
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    await write('on conflict do nothing');
+  }
   await reapplyBoards(deps, entries);
 }
 
@@ -310,13 +323,25 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     this.groupsReady.add(shard);
   }
 
+  /**
+   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments for all of them
+   * (the same on every pass: built once).
+   */
+  private outboxes: { keys: string[]; shardOf: Map<string, number>; streams: string[] } | null = null;
+
   /** One pass over every shard; returns how many entries were written. */
   async drainOnce(): Promise<number> {
     const shards = this.deps.config.USER_SHARDS;
     const batchSize = this.opts.batchSize ?? 500;
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
     const all = Array.from({ length: shards }, (_, shard) => shard);
-    await Promise.all(all.map((shard) => this.ensureGroup(shard)));
+    if (this.groupsReady.size < shards) await Promise.all(all.map((shard) => this.ensureGroup(shard)));
+    if (!this.outboxes) {
+      const keys = all.map((shard) => this.deps.keys.outbox(shard));
+      const shardOf = new Map(keys.map((key, shard) => [key, shard]));
+      this.outboxes = { keys, shardOf, streams: [...keys, ...keys.map(() => '>')] };
+    }
+    const { keys, shardOf, streams } = this.outboxes;
     // Every shard is read at once (the reads share socket writes) and the whole pass is written in
     // one transaction: under load each shard holds only a few records, so per-shard transactions
     // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
@@ -327,22 +352,14 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     if (claim) {
       // One pipeline over every shard, like the acknowledgements below.
       const claims = crossSlotPipeline(this.deps.redis);
-      for (const shard of all)
-        claims.xautoclaim(
-          this.deps.keys.outbox(shard),
-          HISTORY_GROUP,
-          this.consumer,
-          claimIdle,
-          '0',
-          'COUNT',
-          perShard,
-        );
+      for (const key of keys)
+        claims.xautoclaim(key, HISTORY_GROUP, this.consumer, claimIdle, '0', 'COUNT', perShard);
       const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
       claimed.forEach(([, list], shard) => {
         for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
       });
     }
-    const read = (keys: string[]) =>
+    const read = (streams: string[]) =>
       this.deps.redis.xreadgroup(
         'GROUP',
         HISTORY_GROUP,
@@ -350,18 +367,16 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         'COUNT',
         perShard,
         'STREAMS',
-        ...keys,
-        ...keys.map(() => '>'),
+        ...streams,
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
-    const shardOfKey = new Map(all.map((shard) => [this.deps.keys.outbox(shard), shard]));
     // One read of every shard's stream on a single Redis (COUNT applies per stream); on Cluster the
     // streams live in different slots, so one read each.
     const replies = isCluster(this.deps.redis)
-      ? await Promise.all([...shardOfKey.keys()].map((key) => read([key])))
-      : [await read([...shardOfKey.keys()])];
+      ? await Promise.all(keys.map((key) => read([key, '>'])))
+      : [await read(streams)];
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
-        const shard = shardOfKey.get(key)!;
+        const shard = shardOf.get(key)!;
         lists[shard]!.push(...this.toEntries(shard, list));
       }
     }

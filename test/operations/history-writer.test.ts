@@ -118,6 +118,31 @@ describe('history writer', () => {
     await new HistoryWriter(t.deps, { consumer: 'w-clean' }).drainOnce();
   });
 
+  it('writes the new records of a pass that also holds records written before (plain inserts, then the idempotent retry)', async () => {
+    await send('mix-1', 5);
+    const first = await peekOutbox();
+    await writeBatch(t.deps, first);
+    await send('mix-2', 5);
+    const both = await peekOutbox();
+    expect(both.length).toBe(first.length + 1);
+    await writeBatch(t.deps, both);
+    for (const user of ['mix-1', 'mix-2']) {
+      const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, user));
+      expect(row!.n).toBe(1);
+      const [aw] = await t.deps.db
+        .select({ n: count() })
+        .from(pointsAwards)
+        .where(eq(pointsAwards.userId, user));
+      expect(aw!.n).toBe(2);
+      const [c] = await t.deps.db
+        .select({ n: count() })
+        .from(achievementCompletions)
+        .where(eq(achievementCompletions.userId, user));
+      expect(c!.n).toBe(1);
+    }
+    await new HistoryWriter(t.deps, { consumer: 'w-clean' }).drainOnce();
+  });
+
   it('claims the entries a crashed writer left pending; none lost, none written twice', async () => {
     for (let i = 0; i < 10; i++) await send(`crash-${i}`, 1);
     // Writer A reads everything and dies before writing or acknowledging.

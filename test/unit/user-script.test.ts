@@ -7,6 +7,7 @@ import {
   quietOutcome,
   replyList,
   resolveLevels,
+  validatedRecord,
 } from '../../src/redis/user-script';
 
 const level = (n: number) => ({
@@ -111,6 +112,43 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     const r = parseRecord(['r', JSON.stringify(recompute)])!;
     expect(r.op).toBe('recompute');
     expect(r.streak.periods).toEqual([{ idx: 7, length: 3, freeze: false, pause: false }]);
+  });
+
+  it('reads an outbox entry as the zod schemas do, without them (the writer’s trusted reading)', () => {
+    const { points: _, ...noPoints } = record;
+    const variants: unknown[] = [
+      record,
+      { ...record, eattrs: {}, idem: 'm1|k', moves: {}, streak: { ...record.streak, pauses: {} } },
+      { ...record, boards: [{ id: 'b1', run: '2026-11-01', value: '15', ap: true }], battrs: [] },
+      { ...noPoints, op: 'upsert', completions: {}, awards: {}, profile: { id: 'u1', 'a:plan': 'pro' } },
+      {
+        ...noPoints,
+        op: 'recompute',
+        streak: { length: 2, freezes: 0, extended: false, periods: [{ idx: 7, length: 2 }] },
+      },
+      {
+        ...noPoints,
+        awards: [{ sys: 'sys', awards: [{ ...record.points[0]!.awards[0], boosts: ['bo1'] }] }],
+        ts: '5',
+        epoch: 2,
+      },
+    ];
+    const extras = [undefined, extra, { ts: '1', epoch: 1, sh: {}, cw: ['c', '1'], profile: {} }];
+    for (const v of variants)
+      for (const x of extras) {
+        const fields = ['r', JSON.stringify(v), ...(x ? ['x', JSON.stringify(x)] : []), 'w', 'wId'];
+        expect(parseRecord(fields)).toEqual(validatedRecord(fields));
+      }
+    // Both refuse what the writer could not key rows on.
+    for (const bad of [
+      { ...record, user: 7 },
+      { ...record, now: '1' },
+      { ...record, streak: {} },
+    ]) {
+      expect(() => validatedRecord(['r', JSON.stringify(bad)])).toThrow();
+      expect(() => parseRecord(['r', JSON.stringify(bad)])).toThrow();
+    }
+    expect(() => parseRecord(['r', JSON.stringify(record), 'x', '{"epoch":1}'])).toThrow();
   });
 
   it('tells a batch item whose reply needs no handling from one that does (quietOutcome)', () => {
