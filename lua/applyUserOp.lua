@@ -48,8 +48,8 @@ Nothing is written before every error check has passed.
 
 Several ops in one call (single Redis only: their users' keys are in different slots; used by event
 batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
-ARGV[3] = JSON [{n = key count, input = input JSON}, ...], ARGV[4] = the wire id (or JSON), KEYS = each op's
-keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
+ARGV[3] = the wire id (or JSON), then two arguments per op: its key count and its input JSON; KEYS =
+each op's keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
 (its own reply marker), but its fused board moves carry no threshold (no response is built from them),
 and its reply is 'r' for an idempotency replay, 'd' for a record whose board moves were all made here,
 else as above.
@@ -308,9 +308,10 @@ local function applyOne(KEYS, ARGV, quiet)
       local listKey = KEYS[6 + i]
       put('n:', sys.id, fmt(total))
       later(function()
-        for _, a in ipairs(awards) do redis.call('LPUSH', listKey, awardEntry(a)) end
+        local length = 0
+        for _, a in ipairs(awards) do length = redis.call('LPUSH', listKey, awardEntry(a)) end
         -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
-        redis.call('LTRIM', listKey, 0, 9)
+        if length > 10 then redis.call('LTRIM', listKey, 0, 9) end
       end)
       pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = total - before, awards = awards, lb = lb, la = la }
       pointsAdded[sys.id] = total - before
@@ -454,13 +455,14 @@ end
 
 if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
 local plan = cjson.decode(ARGV[2])
-local ops = cjson.decode(ARGV[3])
+local wire = ARGV[3]
 local replies = {}
 local at = 0
-for i, o in ipairs(ops) do
+for i = 4, #ARGV, 2 do
+  local n = tonumber(ARGV[i])
   local K = {}
-  for j = 1, o.n do K[j] = KEYS[at + j] end
-  at = at + o.n
-  replies[i] = applyOne(K, { plan, o.input, ARGV[4] }, true)
+  for j = 1, n do K[j] = KEYS[at + j] end
+  at = at + n
+  replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire }, true)
 end
 return replies

@@ -449,10 +449,12 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
     [...byPlan].map(async ([compiled, indexes]) => {
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const keys = attempts.flatMap((a) => a.keys);
-      const list = JSON.stringify(attempts.map((a) => ({ n: a.keys.length, input: a.input })));
+      // Each op's key count and input as arguments of their own (not a JSON list of JSON strings,
+      // which the script would decode twice).
+      const list = attempts.flatMap((a) => [String(a.keys.length), a.input]);
       const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
-        deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, list, wire).then(replyList),
+        deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, wire, ...list).then(replyList),
       );
       await Promise.all(
         indexes.map(async (i, j) => {
