@@ -72,6 +72,21 @@ order, checks every bound before anything is written, then writes (one HSET of t
 --!include lib/board.lua
 --!include lib/outbox.lua
 
+-- Decoded plans by their JSON: served as a Redis Function, this table outlives the call, so a plan is
+-- decoded once per configuration rather than once per op. Never written to after decoding (every op
+-- reads the same table). Kept to 32 plans: the configurations in use.
+local PLANS, PLAN_COUNT = {}, 0
+local function planOf(json)
+  local p = PLANS[json]
+  if p == nil then
+    if PLAN_COUNT >= 32 then PLANS, PLAN_COUNT = {}, 0 end
+    p = cjson.decode(json)
+    PLANS[json] = p
+    PLAN_COUNT = PLAN_COUNT + 1
+  end
+  return p
+end
+
 local function err(code, extra)
   local e = extra or {}
   e.err = code
@@ -89,7 +104,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local committed = redis.call('GET', K_OP)
   if committed then return committed end
 
-  local plan = type(ARGV[1]) == 'table' and ARGV[1] or cjson.decode(ARGV[1])
+  local plan = type(ARGV[1]) == 'table' and ARGV[1] or planOf(ARGV[1])
   local input = cjson.decode(ARGV[2])
   local op, now, user = input.op, input.now, input.user
   local metricId = plan.metricId
@@ -453,16 +468,22 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
-if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
-local plan = cjson.decode(ARGV[2])
-local wire = ARGV[3]
-local replies = {}
-local at = 0
-for i = 4, #ARGV, 2 do
-  local n = tonumber(ARGV[i])
-  local K = {}
-  for j = 1, n do K[j] = KEYS[at + j] end
-  at = at + n
-  replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire }, true)
+local function run(KEYS, ARGV)
+  if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
+  local plan = planOf(ARGV[2])
+  local wire = ARGV[3]
+  local replies = {}
+  local at = 0
+  for i = 4, #ARGV, 2 do
+    local n = tonumber(ARGV[i])
+    local K = {}
+    for j = 1, n do K[j] = KEYS[at + j] end
+    at = at + n
+    replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire }, true)
+  end
+  return replies
 end
-return replies
+
+-- Served as a Redis Function (src/redis/scripts.ts replaces this line with the registration), so the
+-- code above is loaded once, not per call; as a plain script (EVAL) it runs here.
+return run(KEYS, ARGV)

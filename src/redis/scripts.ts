@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { ClientContext, Result } from 'ioredis';
-import type { RedisClient } from './client';
+import type { ClientContext, Redis, Result } from 'ioredis';
+import { isCluster, type RedisClient } from './client';
 
 const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
 
@@ -84,6 +85,74 @@ export function luaFiles(): string[] {
     .sort();
 }
 
+/**
+ * Scripts served as a Redis Function instead (FUNCTION LOAD once per Redis, FCALL per call): their
+ * code is loaded once rather than run again on every call, and what they keep in library locals
+ * (lua/applyUserOp.lua's decoded plans) outlives the call. The file ends with `return run(KEYS, ARGV)`
+ * (so it still runs as a plain script in tests), which the library replaces with the registration.
+ */
+const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp']);
+
+const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
+
+/** A function script's library: its name (versioned by its code), its function and its source. */
+export function functionLibrary(name: ScriptName): { library: string; fn: string; code: string } {
+  const body = scriptSource(name);
+  if (!RUN_LINE.test(body)) throw new Error(`lua/${name}.lua: no "return run(KEYS, ARGV)" line to register`);
+  const version = createHash('sha1').update(body).digest('hex').slice(0, 16);
+  const library = `laurel_${name}_${version}`;
+  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, `redis.register_function('${library}', run)`)}`;
+  return { library, fn: library, code };
+}
+
+/** The error of an FCALL whose function this Redis does not have (restarted, flushed, new node). */
+const FUNCTION_MISSING = /Function not found/;
+
+/**
+ * Defines `name` on the client as an FCALL of its library's function, loading the library (on every
+ * master of a Cluster) when Redis answers that it does not have it, then calling again: the missing
+ * function ran nothing, so the call is simply repeated. The first load of a process also removes
+ * the other versions of the library (left by earlier code).
+ */
+function defineFunction(client: RedisClient, name: ScriptName): void {
+  const { library, fn, code } = functionLibrary(name);
+  const nodes = (): Redis[] => (isCluster(client) ? client.nodes('master') : [client]);
+  let loading: Promise<void> | null = null;
+  let pruned = false;
+  const loadOn = async (node: Redis) => {
+    await node.function('LOAD', 'REPLACE', code);
+    if (pruned) return;
+    const listed = (await node.function('LIST', 'LIBRARYNAME', `laurel_${name}_*`)) as unknown[];
+    for (const entry of listed) {
+      const other = Array.isArray(entry) ? entry[entry.indexOf('library_name') + 1] : undefined;
+      if (typeof other === 'string' && other !== library) await node.function('DELETE', other).catch(() => {});
+    }
+  };
+  const load = () => {
+    loading ??= Promise.all(nodes().map(loadOn))
+      .then(() => {
+        pruned = true;
+      })
+      .finally(() => {
+        loading = null;
+      });
+    return loading;
+  };
+  const call = async (numKeys: number, ...keysAndArgs: string[]) => {
+    try {
+      return await client.fcall(fn, numKeys, ...keysAndArgs);
+    } catch (err) {
+      if (!FUNCTION_MISSING.test((err as Error)?.message)) throw err;
+      await load();
+      return client.fcall(fn, numKeys, ...keysAndArgs);
+    }
+  };
+  Object.defineProperty(client, name, { value: call, writable: true, configurable: true });
+}
+
 export function registerScripts(client: RedisClient): void {
-  for (const name of SCRIPT_NAMES) client.defineCommand(name, { lua: scriptSource(name) });
+  for (const name of SCRIPT_NAMES) {
+    if (FUNCTION_SCRIPTS.has(name)) defineFunction(client, name);
+    else client.defineCommand(name, { lua: scriptSource(name) });
+  }
 }
