@@ -73,8 +73,9 @@ order, checks every bound before anything is written, then writes (one HSET of t
 --!include lib/outbox.lua
 
 -- Decoded plans by their JSON: served as a Redis Function, this table outlives the call, so a plan is
--- decoded once per configuration rather than once per op. Never written to after decoding (every op
--- reads the same table). Kept to 32 plans: the configurations in use.
+-- decoded once per configuration rather than once per op. Every op reads the same table: nothing but
+-- memoized derived fields (lib/points.lua triggerFields) is added to it. Kept to 32 plans: the
+-- configurations in use.
 local PLANS, PLAN_COUNT = {}, 0
 local function planOf(json)
   local p = PLANS[json]
@@ -200,7 +201,7 @@ local function applyOne(KEYS, ARGV, quiet)
     for _, sys in ipairs(plan.systems) do
       for _, t in ipairs(sys.mt) do
         if matches(t.ef, eattrs) then
-          local tf = 'mtT:' .. t.id .. ':' .. t.ep
+          local tf = triggerFields(t)
           counters[tf] = bounded(counter(tf) + v)
         end
       end
@@ -254,7 +255,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local created = not exists
   local pfields, profileChanged, seq = upsertProfile(prof, user, now, created)
   for i = 1, #pfields, 2 do put('', pfields[i], pfields[i + 1]) end
-  if created then later(function() redis.call('ZADD', K_USERS, 'NX', now, user.id) end) end
+  if created then later(function() redis.call('ZADD', K_USERS, 'NX', fmt(now), user.id) end) end
 
   if created and S.freezesOn and st.freezeInit == nil then
     st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -326,7 +327,7 @@ local function applyOne(KEYS, ARGV, quiet)
         local length = 0
         for _, a in ipairs(awards) do length = redis.call('LPUSH', listKey, awardEntry(a)) end
         -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
-        if length > 10 then redis.call('LTRIM', listKey, 0, 9) end
+        if length > 10 then redis.call('LTRIM', listKey, '0', '9') end
       end)
       pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = total - before, awards = awards, lb = lb, la = la }
       pointsAdded[sys.id] = total - before
@@ -456,15 +457,16 @@ local function applyOne(KEYS, ARGV, quiet)
     })
     appendOutbox(K_OUTBOX, reply, extra, levelNews and ARGV[3] or nil)
   end
-  redis.call('SET', K_OP, reply, 'PX', input.markMs or 10000)
   if quiet then
-    -- 'd': nothing is left to the caller (every board moved here), so the record need not travel back.
+    -- 'd': nothing is left to the caller (every board moved here), so the record need not travel back,
+    -- and the reply marker (what a resumed batch item is answered) need not hold it either.
     local left = false
     for _, b in ipairs(boards) do
       if not b.ap then left = true end
     end
-    if not left then return 'd' end
+    if not left then reply = 'd' end
   end
+  redis.call('SET', K_OP, reply, 'PX', fmt(input.markMs or 10000))
   return reply
 end
 

@@ -28,7 +28,7 @@ end
 -- its lowest, when it is at the cap (evictions keep it there); two only after the cap was lowered,
 -- when the lowest is read apart. Plain functions of B, not closures made per call.
 local function boardEdge(B)
-  if B.edge == nil then B.edge = redis.call('ZRANGE', B.ranking, B.max - 1, B.max, 'WITHSCORES') end
+  if B.edge == nil then B.edge = redis.call('ZRANGE', B.ranking, fmt(B.max - 1), fmt(B.max), 'WITHSCORES') end
   return B.edge
 end
 
@@ -39,7 +39,7 @@ end
 local function boardLowest(B)
   local e = boardEdge(B)
   if #e == 2 then return e end
-  return redis.call('ZRANGE', B.ranking, -1, -1, 'WITHSCORES')
+  return redis.call('ZRANGE', B.ranking, '-1', '-1', 'WITHSCORES')
 end
 
 local function boardThreshold(B)
@@ -54,7 +54,7 @@ local function boardZrem(B, member)
 end
 
 local function boardZadd(B, score, member)
-  redis.call('ZADD', B.ranking, score, member)
+  redis.call('ZADD', B.ranking, fmt(score), member)
   B.changed = true
   B.edge = nil
 end
@@ -77,7 +77,7 @@ end
 -- history (leaderboard_rank_changes) and turns them into webhooks (src/workers/board-changes.ts).
 local function boardChange(K_CHANGES, K_MEMBERS, group, now, u, pr, r, pv, v)
   local runStart = string.match(K_MEMBERS, ':run:([^:]+):members$') or ''
-  redis.call('XADD', K_CHANGES, 'MAXLEN', '~', 100000, '*', 'u', u, 'run', runStart, 'g', group,
+  redis.call('XADD', K_CHANGES, 'MAXLEN', '~', '100000', '*', 'u', u, 'run', runStart, 'g', group,
     'pr', pr and fmt(pr) or '', 'r', r and fmt(r) or '', 'pv', pv and fmt(pv) or '',
     'v', v and fmt(v) or '', 't', fmt(now))
 end
@@ -106,7 +106,7 @@ local function updateBoard(K, A)
 
   -- Streak boards: drop broken streaks first, so ranks, the threshold and the cap count live ones only.
   if isStreak then
-    local all = redis.call('ZRANGE', B.ranking, 0, -1)
+    local all = redis.call('ZRANGE', B.ranking, '0', '-1')
     if #all > 0 then
       local ids = {}
       for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end

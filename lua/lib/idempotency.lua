@@ -27,7 +27,7 @@ end
 local function idemRemember(key, oldKey, idem, eventId, now)
   local value = idem.d and fmt(now) or (eventId .. '|' .. fmt(now))
   redis.call('HSET', key, idem.f, value)
-  if idem.win > 0 and redis.call('PEXPIRE', key, math.max(1, idem.exp - now), 'NX') == 1 then
+  if idem.win > 0 and redis.call('PEXPIRE', key, fmt(math.max(1, idem.exp - now)), 'NX') == 1 then
     redis.call('UNLINK', oldKey)
   end
 end

@@ -12,6 +12,18 @@ local function levelAt(lv, total)
   return found
 end
 
+-- A metric trigger's counter fields (its running total and its high-water mark, counting from its
+-- activation ep), memoized on the plan's trigger: plans outlive the call (lua/applyUserOp.lua planOf).
+local function triggerFields(t)
+  local tf = t.tf
+  if not tf then
+    local suffix = t.id .. ':' .. fmt(t.ep)
+    tf = 'mtT:' .. suffix
+    t.tf, t.hf = tf, 'mtH:' .. suffix
+  end
+  return tf, t.hf
+end
+
 -- A metric trigger's crossings: the multiples of its threshold a running total t1 (after the event)
 -- passes beyond the high-water mark h, and the new mark (the trigger counts from its activation).
 local function triggerCrossings(thr, t1, h)
@@ -78,8 +90,7 @@ local function awardPoints(sys, total, ctx)
   if ctx.op == 'event' then
     for _, t in ipairs(sys.mt) do
       if matches(t.ef, ctx.eattrs) then
-        local tf = 'mtT:' .. t.id .. ':' .. t.ep
-        local hf = 'mtH:' .. t.id .. ':' .. t.ep
+        local tf, hf = triggerFields(t)
         local h = ctx.stored(hf)
         local k, mark = triggerCrossings(t.thr, ctx.counters[tf], h)
         if mark ~= h then ctx.counters[hf] = mark end
