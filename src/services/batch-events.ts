@@ -48,6 +48,18 @@ export function batchEventId(batchId: string, index: number): string {
   return uuidFromHex(createHash('sha256').update(`${batchId}:${index}`).digest('hex'));
 }
 
+/** The event ids of a batch's items, each derived once (an item's op and then its reply marker's key). */
+const itemIds = new WeakMap<AcceptedBatch, string[]>();
+function itemId(batch: AcceptedBatch, index: number): string {
+  let ids = itemIds.get(batch);
+  if (!ids) {
+    ids = [];
+    itemIds.set(batch, ids);
+  }
+  ids[index] ??= batchEventId(batch.id, index);
+  return ids[index]!;
+}
+
 /**
  * Durably accepts a validated batch: one MULTI in the batch slot. Redis unavailable → 503, nothing
  * accepted. The connection lost while the MULTI was in flight leaves its outcome unknown to us: the
@@ -238,7 +250,7 @@ function itemOp(batch: AcceptedBatch, i: number): UserOp {
     valueMicros: item.v,
     eventAttributes: item.a,
     idempotencyKey: item.k,
-    opId: batchEventId(batch.id, i),
+    opId: itemId(batch, i),
     markMs: MARK_MS,
   };
 }
@@ -255,7 +267,7 @@ function refused(deps: Deps, batch: AcceptedBatch, index: number, err: Error): v
 async function forgetMarkers(deps: Deps, batch: AcceptedBatch, from: number, to: number): Promise<void> {
   const keys: string[] = [];
   for (let i = from; i < to; i++)
-    keys.push(deps.keys.user(batch.items[i]!.u.id).op(batchEventId(batch.id, i)));
+    keys.push(deps.keys.user(batch.items[i]!.u.id).op(itemId(batch, i)));
   try {
     if (!isCluster(deps.redis)) await deps.redis.unlink(...keys);
     else await Promise.all(keys.map((key) => deps.redis.unlink(key)));
