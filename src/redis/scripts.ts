@@ -125,7 +125,8 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
     const listed = (await node.function('LIST', 'LIBRARYNAME', `laurel_${name}_*`)) as unknown[];
     for (const entry of listed) {
       const other = Array.isArray(entry) ? entry[entry.indexOf('library_name') + 1] : undefined;
-      if (typeof other === 'string' && other !== library) await node.function('DELETE', other).catch(() => {});
+      if (typeof other === 'string' && other !== library)
+        await node.function('DELETE', other).catch(() => {});
     }
   };
   const load = () => {

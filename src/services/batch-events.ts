@@ -266,8 +266,7 @@ function refused(deps: Deps, batch: AcceptedBatch, index: number, err: Error): v
 /** Reply markers of a recorded chunk are no longer needed: best effort (they expire anyway). */
 async function forgetMarkers(deps: Deps, batch: AcceptedBatch, from: number, to: number): Promise<void> {
   const keys: string[] = [];
-  for (let i = from; i < to; i++)
-    keys.push(deps.keys.user(batch.items[i]!.u.id).op(itemId(batch, i)));
+  for (let i = from; i < to; i++) keys.push(deps.keys.user(batch.items[i]!.u.id).op(itemId(batch, i)));
   try {
     if (!isCluster(deps.redis)) await deps.redis.unlink(...keys);
     else await Promise.all(keys.map((key) => deps.redis.unlink(key)));

@@ -79,7 +79,10 @@ describe('applyUserOp as a Redis Function', () => {
     const old = 'laurel_applyUserOp_0000000000000000';
     await Promise.all(
       masters().map((node) =>
-        node.function('LOAD', `#!lua name=${old}\nredis.register_function('${old}', function() return 'old' end)`),
+        node.function(
+          'LOAD',
+          `#!lua name=${old}\nredis.register_function('${old}', function() return 'old' end)`,
+        ),
       ),
     );
     // A fresh client of the same code: its first load prunes what this process did not write.
