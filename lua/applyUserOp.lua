@@ -470,7 +470,16 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
+-- Served as a Redis Function, the library's Lua state is ours alone and its live data is small (the
+-- plans): a collection cycle waits until the heap has grown to 4 times it (Lua's default: twice),
+-- which halves the collector's share of a call (about 6 % of the instructions) for a heap of a few MB.
+local gcTuned = false
+
 local function run(KEYS, ARGV)
+  if not gcTuned then
+    gcTuned = true
+    collectgarbage('setpause', 400)
+  end
   if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
   local plan = planOf(ARGV[2])
   local wire = ARGV[3]
