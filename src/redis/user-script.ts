@@ -247,11 +247,23 @@ export function replyList(raw: string | string[]): string[] {
   return raw;
 }
 
-/** Parses one reply of the script (throws on a reply outside the contract). */
+/**
+ * Parses one reply of the script (throws on a reply outside the contract). A record, the reply of
+ * every committed op, is read as trusted, as the history writer reads the same JSON from the outbox
+ * (trustedRecord: checked where it matters, without zod's copy, about 6-10 µs of the API's CPU per
+ * event); errors and replays through their schemas.
+ */
 export function parseReply(raw: string): UserScriptReply {
   const json = JSON.parse(raw) as Record<string, unknown>;
   if ('err' in json) return { kind: 'error', ...errorSchema.parse(json) };
   if ('replay' in json) return { kind: 'replay', replay: replaySchema.parse(json) };
+  return { kind: 'record', record: trustedRecord(json) };
+}
+
+/** parseReply with the record validated by its zod schema (tests hold the two readings equal). */
+export function validatedReply(raw: string): UserScriptReply {
+  const json = JSON.parse(raw) as Record<string, unknown>;
+  if ('err' in json || 'replay' in json) return parseReply(raw);
   return { kind: 'record', record: recordSchema.parse(json) };
 }
 

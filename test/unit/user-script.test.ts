@@ -8,6 +8,7 @@ import {
   replyList,
   resolveLevels,
   validatedRecord,
+  validatedReply,
 } from '../../src/redis/user-script';
 
 const level = (n: number) => ({
@@ -149,6 +150,32 @@ describe('user script contract (src/redis/user-script.ts)', () => {
       expect(() => parseRecord(['r', JSON.stringify(bad)])).toThrow();
     }
     expect(() => parseRecord(['r', JSON.stringify(record), 'x', '{"epoch":1}'])).toThrow();
+  });
+
+  it('reads a reply’s record as its zod schema does, without it (the API’s trusted reading)', () => {
+    const moves = [
+      { id: 'b1', prevRank: 3, rank: 2, prevValue: '5', value: '6', threshold: '1', evicted: 'u9' },
+      { id: 'b2', err: 'GROUP', group: 'pro' },
+      { id: 'b3', rank: 1, value: '6', threshold: '0', stale: true },
+    ];
+    for (const v of [
+      record,
+      { ...record, moves, boards: [{ id: 'b1', run: '2026-11-01', value: '6', ap: true }] },
+      { ...record, moves: {}, eattrs: {}, battrs: [], completions: {} },
+      { ...record, op: 'upsert', points: undefined, profile: { id: 'u1', tz: 'UTC' } },
+      { ...record, op: 'restore', restore: { from: 1, to: 4 }, granted: 0 },
+    ]) {
+      const raw = JSON.stringify(v);
+      expect(parseReply(raw)).toEqual(validatedReply(raw));
+    }
+    for (const bad of [
+      { ...record, user: 7 },
+      { ...record, streak: {} },
+      { ...record, seq: 'one' },
+    ]) {
+      expect(() => parseReply(JSON.stringify(bad))).toThrow();
+      expect(() => validatedReply(JSON.stringify(bad))).toThrow();
+    }
   });
 
   it('tells a batch item whose reply needs no handling from one that does (quietOutcome)', () => {
