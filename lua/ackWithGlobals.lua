@@ -1,6 +1,6 @@
 --[[
 ackWithGlobals: the history writer's last step for a chunk of outbox records on a single Redis: the
-cross-user indexes those records imply (lib/globals.lua, once per record) and the records'
+cross-user indexes those records imply (lib/globals.lua, one command per index for the chunk) and the records'
 acknowledgement and deletion, in one atomic call. A writer that dies before it has either; one that
 dies after has both, so every record moves the indexes exactly once (its Postgres rows are idempotent).
 
@@ -8,7 +8,7 @@ KEYS[1..6]  the fixed keys of lib/globals.lua
 KEYS[7..]   points totals zsets and outbox streams, referenced by index from ARGV[1]
 
 ARGV[1] JSON with
-  r: one object per record: a = the updateGlobals arguments A[1 .. 8+n], t = pairs of
+  r: one object per record: a = its A of lib/globals.lua (A[1 .. 8+n]), t = pairs of
      (KEYS index of a system's totals zset, the user's total or '' for 0 when absent)
   x: one list per shard: the KEYS index of its outbox stream, then the entry ids to acknowledge
 ARGV[2] the history consumer group
@@ -19,20 +19,14 @@ Reply: the number of records whose indexes were updated.
 --!include lib/globals.lua
 
 local input = cjson.decode(ARGV[1])
-local K = {}
-for j = 1, 6 do K[j] = KEYS[j] end
-local n = 0
+local records = {}
 for _, rec in ipairs(input.r) do
-  local RK = { K[1], K[2], K[3], K[4], K[5], K[6] }
-  local A = {}
-  for i, v in ipairs(rec.a) do A[i] = v end
-  for _, t in ipairs(rec.t) do
-    RK[#RK + 1] = KEYS[t[1]]
-    A[#A + 1] = t[2]
-  end
-  updateGlobals(RK, A)
-  n = n + 1
+  local T = {}
+  for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
+  records[#records + 1] = { A = rec.a, T = T }
 end
+updateGlobalsMany(KEYS, records)
+local n = #records
 for _, x in ipairs(input.x) do
   local key = KEYS[x[1]]
   local ids = {}

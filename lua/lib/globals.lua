@@ -1,38 +1,109 @@
--- The indexes that span users, after one user op: user count, achievement completion counts, points
+-- The indexes that span users, after user ops: user count, achievement completion counts, points
 -- totals per system, current and longest streak rankings. Maintained by the history writer from the
--- outbox (src/workers/globals.ts): lua/ackWithGlobals.lua on a single Redis, lua/updateGlobals.lua
--- (one record per call on the {global} slot) on Cluster.
+-- outbox (src/workers/globals.ts): lua/ackWithGlobals.lua for a chunk of records on a single Redis,
+-- lua/updateGlobals.lua (one record per call on the {global} slot) on Cluster.
 --
 -- K[1] user count        K[2] achievement completion counts (hash)
 -- K[3] active streaks (zset)   K[4] active streak meta (hash)
 -- K[5] longest streaks (zset)  K[6] when each longest length was reached (hash)
--- K[7..] points totals of one system each (zset)
 --
--- A[1] userId   A[2] nowMs   A[3] created ('1' | '0')
+-- One record: A[1] userId   A[2] nowMs   A[3] created ('1' | '0')
 -- A[4] streak: '' (unchanged) | 'set' | 'del'   A[5] streak length   A[6] active meta
 -- A[7] extended ('1' | '0')
 -- A[8] n = completed achievement count, A[9 .. 8+n] their ids
--- A[9+n ..] one per K[7..]: the user's new total, or '' for 0 when absent (a created user)
-local function updateGlobals(K, A)
-  local userId, now = A[1], A[2]
-  if A[3] == '1' then redis.call('INCR', K[1]) end
-  local n = tonumber(A[8])
-  for i = 1, n do redis.call('HINCRBY', K[2], A[8 + i], 1) end
-  for j = 7, #K do
-    local total = A[n + j + 2]
-    if total == '' then
-      redis.call('ZADD', K[j], 'NX', 0, userId)
-    else
-      redis.call('ZADD', K[j], total, userId)
+-- and its totals T: a list of {points totals zset key, the user's new total or '' for 0 when absent
+-- (a created user)}.
+
+-- Applies records {A, T} in order, as if one after the other, with one variadic command per index
+-- instead of one command per record and index: per user and index only the last write of the chunk
+-- counts (and the highest length for the longest streaks), which is what the sequence would leave.
+local function updateGlobalsMany(K, records)
+  local created = 0
+  local completions, achOrder = {}, {}
+  local totals, totalKeys = {}, {}
+  local active, activeOrder = {}, {}
+  local longest, longestOrder = {}, {}
+  local reached = {}
+  for _, rec in ipairs(records) do
+    local A = rec.A
+    local userId, now = A[1], A[2]
+    if A[3] == '1' then created = created + 1 end
+    local n = tonumber(A[8])
+    for i = 1, n do
+      local id = A[8 + i]
+      if not completions[id] then
+        completions[id] = 0
+        achOrder[#achOrder + 1] = id
+      end
+      completions[id] = completions[id] + 1
+    end
+    for _, t in ipairs(rec.T) do
+      local key, total = t[1], t[2]
+      local byUser = totals[key]
+      if not byUser then
+        byUser = { order = {} }
+        totals[key] = byUser
+        totalKeys[#totalKeys + 1] = key
+      end
+      if byUser[userId] == nil then byUser.order[#byUser.order + 1] = userId end
+      -- A total replaces whatever came before; '' (0 when absent) never replaces a total.
+      if total ~= '' or byUser[userId] == nil then byUser[userId] = total end
+    end
+    if A[4] == 'set' or A[4] == 'del' then
+      if active[userId] == nil then activeOrder[#activeOrder + 1] = userId end
+      active[userId] = A[4] == 'set' and { A[5], A[6] } or false
+    end
+    if A[4] == 'set' then
+      local len = tonumber(A[5])
+      if longest[userId] == nil then longestOrder[#longestOrder + 1] = userId end
+      if longest[userId] == nil or len > longest[userId] then longest[userId] = len end
+      if A[7] == '1' then reached[#reached + 1] = { userId .. '|' .. A[5], now } end
     end
   end
-  if A[4] == 'set' then
-    redis.call('ZADD', K[3], A[5], userId)
-    redis.call('HSET', K[4], userId, A[6])
-    redis.call('ZADD', K[5], 'GT', A[5], userId)
-    if A[7] == '1' then redis.call('HSETNX', K[6], userId .. '|' .. A[5], now) end
-  elseif A[4] == 'del' then
-    redis.call('ZREM', K[3], userId)
-    redis.call('HDEL', K[4], userId)
+
+  if created > 0 then redis.call('INCRBY', K[1], created) end
+  for _, id in ipairs(achOrder) do redis.call('HINCRBY', K[2], id, completions[id]) end
+  for _, key in ipairs(totalKeys) do
+    local byUser = totals[key]
+    local set, absent = {}, {}
+    for _, userId in ipairs(byUser.order) do
+      local total = byUser[userId]
+      if total == '' then
+        absent[#absent + 1] = '0'
+        absent[#absent + 1] = userId
+      else
+        set[#set + 1] = total
+        set[#set + 1] = userId
+      end
+    end
+    if #set > 0 then redis.call('ZADD', key, unpack(set)) end
+    if #absent > 0 then redis.call('ZADD', key, 'NX', unpack(absent)) end
   end
+  local scores, metas, gone = {}, {}, {}
+  for _, userId in ipairs(activeOrder) do
+    local a = active[userId]
+    if a then
+      scores[#scores + 1] = a[1]
+      scores[#scores + 1] = userId
+      metas[#metas + 1] = userId
+      metas[#metas + 1] = a[2]
+    else
+      gone[#gone + 1] = userId
+    end
+  end
+  if #scores > 0 then
+    redis.call('ZADD', K[3], unpack(scores))
+    redis.call('HSET', K[4], unpack(metas))
+  end
+  if #gone > 0 then
+    redis.call('ZREM', K[3], unpack(gone))
+    redis.call('HDEL', K[4], unpack(gone))
+  end
+  local best = {}
+  for _, userId in ipairs(longestOrder) do
+    best[#best + 1] = string.format('%d', longest[userId])
+    best[#best + 1] = userId
+  end
+  if #best > 0 then redis.call('ZADD', K[5], 'GT', unpack(best)) end
+  for _, r in ipairs(reached) do redis.call('HSETNX', K[6], r[1], r[2]) end
 end

@@ -1,0 +1,273 @@
+/**
+ * What the user script costs Redis, on a Redis of its own (npm run bench:script; bench/README.md).
+ *
+ * It starts a throwaway redis-server on a free loopback port (under valgrind's callgrind with
+ * `--callgrind`), migrates a scratch database, seeds the bench's configuration through the admin API
+ * of an in-process server (bench/lib/seed.ts), then calls the user script in process (runUserOp, or
+ * runUserOps in multi-op calls of 25 with `--mode batch`: what a batch item costs) for `--events` new
+ * users per round, after one warm-up round. Nothing else uses that Redis, so its figures are the
+ * script's alone: Redis CPU per event from INFO (noisy on a shared machine), or with `--callgrind`
+ * the instructions Redis executed per event, which do not depend on what else the machine is doing
+ * (the same code gives the same count to about 0.5 %): the figure to compare two versions of the
+ * script by. `--writer` then runs the history writer until the outbox is empty and reports Redis's
+ * share of it the same way. `--profile FILE` keeps callgrind's output of the last round
+ * (callgrind_annotate FILE shows where the instructions went). Everything it created is removed.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { serve } from '@hono/node-server';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import { ensureAdminKey } from '../src/admin/bootstrap';
+import { generateApiKey } from '../src/api-keys';
+import { createApp } from '../src/app';
+import { loadConfig } from '../src/config';
+import { runMigrations } from '../src/db/migrate';
+import { closeDeps, createDeps, type Deps } from '../src/deps';
+import { createLogger } from '../src/logger';
+import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
+import { startWorkers } from '../src/workers';
+import { freePort } from './lib/processes';
+import { redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
+import { seedConfiguration, userId, ZONES } from './lib/seed';
+
+interface Options {
+  events: number;
+  rounds: number;
+  mode: 'single' | 'batch';
+  callgrind: boolean;
+  writer: boolean;
+  profile: string | null;
+}
+
+function parse(argv: string[]): Options {
+  const o: Options = {
+    events: 2000,
+    rounds: 2,
+    mode: 'single',
+    callgrind: false,
+    writer: false,
+    profile: null,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--events') o.events = Number(argv[++i]);
+    else if (a === '--rounds') o.rounds = Number(argv[++i]);
+    else if (a === '--mode') o.mode = argv[++i] as Options['mode'];
+    else if (a === '--callgrind') o.callgrind = true;
+    else if (a === '--writer') o.writer = true;
+    else if (a === '--profile') o.profile = argv[++i] ?? null;
+    else
+      throw new Error(
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch, --callgrind, --writer, --profile FILE)`,
+      );
+  }
+  if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
+  if (o.mode !== 'single' && o.mode !== 'batch') throw new Error('--mode is single or batch');
+  if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
+  return o;
+}
+
+/** A throwaway redis-server (optionally under callgrind, instrumentation off until asked). */
+async function startRedis(callgrind: boolean) {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'laurel-bench-script-'));
+  const server = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+  ];
+  const proc = callgrind
+    ? spawn(
+        'valgrind',
+        [
+          '--tool=callgrind',
+          '--instr-atstart=no',
+          `--callgrind-out-file=${join(dir, 'cg.out')}`,
+          'redis-server',
+          ...server,
+        ],
+        { stdio: 'ignore' },
+      )
+    : spawn('redis-server', server, { stdio: 'ignore' });
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => {}); // refused until the server listens: connect() below retries
+  for (let i = 0; ; i++) {
+    try {
+      await client.connect();
+      await client.ping();
+      break;
+    } catch {
+      if (i > 100 || proc.exitCode !== null) throw new Error('the throwaway redis-server did not start');
+      client.disconnect();
+      await sleep(100);
+    }
+  }
+  const pid = proc.pid!;
+  const control = (...args: string[]) =>
+    execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'pipe' });
+  /** Instructions executed while `fn` ran (callgrind), and the dump file holding them. */
+  const instructions = async (fn: () => Promise<void>): Promise<{ n: number; file: string }> => {
+    control('-z');
+    control('-i', 'on');
+    await fn();
+    control('-d');
+    control('-i', 'off');
+    const dumps = readdirSync(dir)
+      .filter((f) => f.startsWith('cg.out.'))
+      .sort((a, b) => Number(a.slice(7)) - Number(b.slice(7)));
+    const file = join(dir, dumps.at(-1)!);
+    const m = /^(?:totals|summary): (\d+)/m.exec(readFileSync(file, 'utf8'));
+    return { n: Number(m?.[1] ?? Number.NaN), file };
+  };
+  const stop = async () => {
+    client.disconnect();
+    proc.kill('SIGKILL');
+    await new Promise((r) => proc.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { url: `redis://127.0.0.1:${port}`, client, instructions, stop };
+}
+
+async function main(): Promise<void> {
+  const opts = parse(process.argv.slice(2));
+  const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(baseUrl).hostname))
+    throw new Error(`only loopback hosts: ${baseUrl}`);
+  const suffix = randomBytes(3).toString('hex');
+  const dbName = `laurel_benchs_${suffix}`;
+  const dbUrl = new URL(baseUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const admin = new URL(baseUrl);
+  admin.pathname = '/postgres';
+  const pg = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  const redis = await startRedis(opts.callgrind);
+  const closers: Array<() => Promise<unknown>> = [];
+  try {
+    await pg.unsafe(`create database "${dbName}"`);
+    await runMigrations(dbUrl.toString());
+    const adminKey = generateApiKey().key;
+    const deps: Deps = await createDeps(
+      loadConfig({
+        REDIS_URL: redis.url,
+        DATABASE_URL: dbUrl.toString(),
+        REDIS_KEY_PREFIX: 'bs',
+        ADMIN_API_KEY: adminKey,
+        RATE_LIMIT_PER_SECOND: '1000000',
+        LOG_LEVEL: 'warn',
+      }),
+      { logger: createLogger('warn') },
+    );
+    closers.push(() => closeDeps(deps));
+    await ensureAdminKey(deps.db, adminKey);
+    await deps.catalog.changed();
+    const app = createApp(deps);
+    const port = await freePort();
+    const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' });
+    closers.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const seeded = await seedConfiguration(`http://127.0.0.1:${port}`, adminKey);
+    await deps.catalog.reload();
+
+    const op = (i: number): UserOp => ({
+      kind: 'event',
+      metricId: seeded.metricId,
+      user: { id: userId(i), tz: ZONES[i % ZONES.length]! },
+      valueMicros: 1_000_000,
+    });
+    let next = 0;
+    const round = async () => {
+      const first = next;
+      next += opts.events;
+      if (opts.mode === 'batch') {
+        // Chunks of 100 items in multi-op calls of 25, as src/services/batch-events.ts sends them.
+        for (let c = first; c < first + opts.events; c += 100) {
+          const ops = Array.from({ length: Math.min(100, first + opts.events - c) }, (_, k) => op(c + k));
+          const calls = [];
+          for (let k = 0; k < ops.length; k += 25) calls.push(runUserOps(deps, ops.slice(k, k + 25)));
+          const results = (await Promise.all(calls)).flat();
+          if (results.some((e) => e !== null))
+            throw new Error(`a batch item failed: ${results.find((e) => e)}`);
+        }
+      } else {
+        let i = first;
+        await Promise.all(
+          Array.from({ length: 50 }, async () => {
+            while (i < first + opts.events) await runUserOp(deps, op(i++));
+          }),
+        );
+      }
+    };
+    /** Redis's cost of `fn` per event: instructions (callgrind) or CPU µs (INFO). */
+    const measure = async (fn: () => Promise<void>, events: number, keep: boolean) => {
+      if (opts.callgrind) {
+        const { n, file } = await redis.instructions(fn);
+        if (keep && opts.profile) copyFileSync(file, opts.profile);
+        return { value: n / events, unit: 'instructions' };
+      }
+      const before = await redisCpuSeconds(redis.client);
+      await fn();
+      return { value: (((await redisCpuSeconds(redis.client)) - before) * 1e6) / events, unit: 'µs of CPU' };
+    };
+
+    await round(); // warm-up: the library loads, the plan is cached, the boards exist
+    const figures: number[] = [];
+    let unit = '';
+    for (let r = 0; r < opts.rounds; r++) {
+      const m = await measure(round, opts.events, r === opts.rounds - 1 && !opts.writer);
+      figures.push(m.value);
+      unit = m.unit;
+    }
+    const sorted = [...figures].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)]!;
+    const out: Record<string, unknown> = {
+      mode: opts.mode,
+      events: opts.events,
+      rounds: figures.map((f) => Math.round(f)),
+      perEvent: Math.round(median),
+      unit,
+    };
+    let sentence = `user script (${opts.mode === 'batch' ? 'batch items, multi-op calls of 25' : 'single events'}): ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users)`;
+    if (opts.writer) {
+      const total = next;
+      const running: { workers?: ReturnType<typeof startWorkers> } = {};
+      closers.unshift(async () => running.workers?.stop());
+      const w = await measure(
+        async () => {
+          running.workers = startWorkers(deps);
+          const d = await waitForOutboxDrain(redis.client, 'bs', 180_000);
+          if (d.left) throw new Error(`the history writer left ${d.left} outbox entries`);
+        },
+        total,
+        true,
+      );
+      out.writerPerEvent = Math.round(w.value);
+      sentence += `; history writer (backlog of ${total}): ${Math.round(w.value).toLocaleString('en')} ${w.unit} of Redis per event`;
+    }
+    console.log(JSON.stringify(out));
+    console.log(sentence);
+  } finally {
+    for (const close of closers) await close().catch(() => {});
+    await redis.stop();
+    await pg.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => {});
+    await pg.end({ timeout: 2 });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,126 @@
+// lua/lib/globals.lua applies a chunk of records with one variadic command per index: the indexes it
+// leaves must be those of the same records applied one at a time, one command per record and index
+// (REFERENCE below: the rule as it was written before chunks were aggregated). Generated chunks reuse
+// a few users, so one user's set, del, totals and completions interleave within a chunk.
+import fc from 'fast-check';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLuaHarness, type LuaHarness } from './harness';
+
+/** One record at a time, one command per index (A and T as lib/globals.lua documents them). */
+const REFERENCE = `
+local function referenceUpdate(K, A, T)
+  local userId, now = A[1], A[2]
+  if A[3] == '1' then redis.call('INCR', K[1]) end
+  local n = tonumber(A[8])
+  for i = 1, n do redis.call('HINCRBY', K[2], A[8 + i], 1) end
+  for _, t in ipairs(T) do
+    if t[2] == '' then
+      redis.call('ZADD', t[1], 'NX', 0, userId)
+    else
+      redis.call('ZADD', t[1], t[2], userId)
+    end
+  end
+  if A[4] == 'set' then
+    redis.call('ZADD', K[3], A[5], userId)
+    redis.call('HSET', K[4], userId, A[6])
+    redis.call('ZADD', K[5], 'GT', A[5], userId)
+    if A[7] == '1' then redis.call('HSETNX', K[6], userId .. '|' .. A[5], now) end
+  elseif A[4] == 'del' then
+    redis.call('ZREM', K[3], userId)
+    redis.call('HDEL', K[4], userId)
+  end
+end`;
+
+let h: LuaHarness;
+beforeAll(async () => {
+  h = await createLuaHarness();
+});
+afterAll(async () => h.close());
+afterEach(async () => h.cleanup());
+
+interface Rec {
+  user: string;
+  now: number;
+  created: boolean;
+  streak: '' | 'set' | 'del';
+  length: number;
+  extended: boolean;
+  completions: string[];
+  totals: Array<[number, string]>;
+}
+
+const recArb: fc.Arbitrary<Rec> = fc.record({
+  user: fc.constantFrom('u1', 'u2', 'u3'),
+  now: fc.integer({ min: 1, max: 1_000 }),
+  created: fc.boolean(),
+  streak: fc.constantFrom<Rec['streak']>('', 'set', 'del'),
+  length: fc.integer({ min: 1, max: 6 }),
+  extended: fc.boolean(),
+  completions: fc.array(fc.constantFrom('a1', 'a2'), { maxLength: 2 }),
+  totals: fc.array(
+    fc.tuple(fc.constantFrom(0, 1), fc.oneof(fc.constant(''), fc.integer({ min: 0, max: 50 }).map(String))),
+    { maxLength: 2 },
+  ),
+});
+
+const argsOf = (r: Rec) => [
+  r.user,
+  String(r.now),
+  r.created ? '1' : '0',
+  r.streak,
+  String(r.length),
+  r.streak === 'set' ? `${r.now}|0` : '',
+  r.extended ? '1' : '0',
+  String(r.completions.length),
+  ...r.completions,
+];
+
+/** Every key's contents, read canonically (sorted hash fields, zsets with scores). */
+async function contents(keys: string[]): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) {
+    const type = await h.redis.type(k);
+    if (type === 'string') out[k] = await h.redis.get(k);
+    else if (type === 'hash') out[k] = Object.entries(await h.redis.hgetall(k)).sort();
+    else if (type === 'zset') out[k] = await h.redis.zrange(k, 0, -1, 'WITHSCORES');
+    else out[k] = type;
+  }
+  return out;
+}
+
+describe('lib/globals.lua updateGlobalsMany', () => {
+  it('leaves the indexes the records would leave one at a time', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(recArb, { minLength: 1, maxLength: 12 }), async (recs) => {
+        n++;
+        const keysOf = (side: string) =>
+          ['count', 'done', 'active', 'meta', 'longest', 'at', 'pts0', 'pts1'].map(
+            (k) => `${h.prefix}${side}${n}:${k}`,
+          );
+        const chunkKeys = keysOf('c');
+        const oneKeys = keysOf('o');
+        const input = recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [7 + j, total]) }));
+        const body = `
+          local records = {}
+          for _, rec in ipairs(INPUT) do
+            local T = {}
+            for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
+            records[#records + 1] = { A = rec.a, T = T }
+          end
+          if CHUNK then
+            updateGlobalsMany(KEYS, records)
+          else
+            for _, r in ipairs(records) do referenceUpdate(KEYS, r.A, r.T) end
+          end
+          return 1`;
+        await h.run(['globals'], `local CHUNK = true\n${body}`, input, chunkKeys);
+        await h.run([{ source: REFERENCE }], `local CHUNK = false\n${body}`, input, oneKeys);
+        const strip = (c: Record<string, unknown>, side: string) =>
+          Object.fromEntries(Object.entries(c).map(([k, v]) => [k.replace(`${side}${n}:`, ''), v]));
+        expect(strip(await contents(chunkKeys), 'c')).toEqual(strip(await contents(oneKeys), 'o'));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
