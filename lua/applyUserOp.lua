@@ -410,6 +410,14 @@ local function applyOne(KEYS, ARGV, quiet)
     if attrs[k] then battrs[k] = attrs[k] end
   end
 
+  -- A quiet op whose boards were all moved here answers 'd' (below): its record is only the outbox
+  -- entry, which needs no moves (they are the reply's, src/services/user-op.ts).
+  local left = false
+  for _, b in ipairs(boards) do
+    if not b.ap then left = true end
+  end
+  if quiet and not left then moves = nil end
+
   local streakOut = streakReply(st, increased)
   streakOut.periods = periods
   streakOut.lost = lost
@@ -457,15 +465,9 @@ local function applyOne(KEYS, ARGV, quiet)
     })
     appendOutbox(K_OUTBOX, reply, extra, levelNews and ARGV[3] or nil)
   end
-  if quiet then
-    -- 'd': nothing is left to the caller (every board moved here), so the record need not travel back,
-    -- and the reply marker (what a resumed batch item is answered) need not hold it either.
-    local left = false
-    for _, b in ipairs(boards) do
-      if not b.ap then left = true end
-    end
-    if not left then reply = 'd' end
-  end
+  -- 'd': nothing is left to the caller of a quiet op (every board moved here), so the record need not
+  -- travel back, and the reply marker (what a resumed batch item is answered) need not hold it either.
+  if quiet and not left then reply = 'd' end
   redis.call('SET', K_OP, reply, 'PX', fmt(input.markMs or 10000))
   return reply
 end
