@@ -10,12 +10,23 @@ local MAX_SAFE = 9007199254000000
 local MAX_POINTS = 9007199254
 
 -- An integer as its decimal digits ('%d' for the integers a double holds exactly, which formats about
--- twice as fast as '%.0f'; '%.0f' rounds anything else, as it always did).
+-- twice as fast as '%.0f'; '%.0f' rounds anything else, as it always did). The texts are remembered
+-- (an op formats its time, seq and values several times, and small values recur across ops; the user
+-- script's table outlives the call as a Redis Function), up to 512 of them.
+local FMT, FMT_COUNT = {}, 0
 local function fmt(n)
+  if n ~= n then return string.format('%.0f', n) end -- NaN is no table key
+  local s = FMT[n]
+  if s then return s end
   if n == math.floor(n) and n >= -9007199254740992 and n <= 9007199254740992 then
-    return string.format('%d', n)
+    s = string.format('%d', n)
+  else
+    s = string.format('%.0f', n)
   end
-  return string.format('%.0f', n)
+  if FMT_COUNT >= 512 then FMT, FMT_COUNT = {}, 0 end
+  FMT[n] = s
+  FMT_COUNT = FMT_COUNT + 1
+  return s
 end
 
 local function num(s, default)
