@@ -22,10 +22,11 @@ KEYS[4] this op's reply marker (kept input.markMs, default 10 s: a retried call 
 KEYS[5] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[6] the user's streak period history (string; lib/streak.lua)
 KEYS[6 + i] recent awards list of plan.systems[i]
+KEYS[ctx.fuse[j].ki ..] (single Redis only) the keys of board ctx.boards[ctx.fuse[j].b], whose
+             move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, ctx.fuse[j].kn):
+             right after the systems' keys, so their indexes depend on the plan only
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
-             window bucket and of the one before it
-KEYS[input.fuse[j].ki ..] (single Redis only) the keys of board input.boards[input.fuse[j].b], whose
-             move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, input.fuse[j].kn)
+             window bucket and of the one before it (last)
 
 ARGV[1] plan: JSON configuration for this op (built by src/engine/plan.ts, cached per snapshot); levels
         are thresholds only (plan.systems[i].lv)
@@ -33,6 +34,8 @@ ARGV[2] input: JSON request and time context (src/services/user-op.ts)
 ARGV[3] wire: the id of the plan's wire objects (systems, levels, triggers, boosts as the webhooks show
         them: wire_snapshots, src/services/wire-snapshots.ts), or that JSON; never decoded here:
         copied beside the outbox record (field w) when the op has points or level news
+ARGV[4] context: JSON of what the op shares with the other ops of its plan, day and boards (boosts,
+        boards, fuse: src/redis/user-script.ts UserScriptContext), decoded once per string
 
 Reply: the op's record as JSON, the same string as the outbox entry's field r and the reply marker;
 the entry's field x holds what only the history writer needs (shapes: src/redis/user-script.ts), or
@@ -47,8 +50,8 @@ idempotency key. Errors the caller maps to statuses:
 Nothing is written before every error check has passed.
 
 Several ops in one call (single Redis only: their users' keys are in different slots; used by event
-batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan (decoded once),
-ARGV[3] = the wire id (or JSON), then two arguments per op: its key count and its input JSON; KEYS =
+batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan, ARGV[3] = the wire
+id (or JSON), then three arguments per op: its key count, its input JSON and its context JSON; KEYS =
 each op's keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
 (its own reply marker), but its fused board moves carry no threshold (no response is built from them),
 and its reply is 'r' for an idempotency replay, 'd' for a record whose board moves were all made here,
@@ -88,6 +91,19 @@ local function planOf(json)
   return p
 end
 
+-- Decoded contexts (ARGV[4]) by their JSON, as plans: the ops of one day and plan share one. Read only.
+local CONTEXTS, CONTEXT_COUNT = {}, 0
+local function contextOf(json)
+  local c = CONTEXTS[json]
+  if c == nil then
+    if CONTEXT_COUNT >= 256 then CONTEXTS, CONTEXT_COUNT = {}, 0 end
+    c = cjson.decode(json)
+    CONTEXTS[json] = c
+    CONTEXT_COUNT = CONTEXT_COUNT + 1
+  end
+  return c
+end
+
 local function err(code, extra)
   local e = extra or {}
   e.err = code
@@ -107,6 +123,7 @@ local function applyOne(KEYS, ARGV, quiet)
 
   local plan = type(ARGV[1]) == 'table' and ARGV[1] or planOf(ARGV[1])
   local input = cjson.decode(ARGV[2])
+  local ctx = contextOf(ARGV[4])
   local op, now, user = input.op, input.now, input.user
   local metricId = plan.metricId
   local S = plan.streak
@@ -224,7 +241,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local boardValue, boardStore = userBoards(U.boards, function(f, raw) put('b:', f, raw) end)
   local boardValues = {}
   if op == 'event' and v ~= 0 then
-    for _, b in ipairs(input.boards or {}) do
+    for _, b in ipairs(ctx.boards) do
       if b.kind == 'metric' and b.ref == metricId then
         boardValues[b.id .. '|' .. b.run] = bounded(boardValue(b.id, b.run) + v)
       end
@@ -308,7 +325,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local levelNews = false
   local pointsOverflow = false
   local pctx = {
-    op = op, created = created, attrs = attrs, eattrs = eattrs, boosts = input.boosts or {},
+    op = op, created = created, attrs = attrs, eattrs = eattrs, boosts = ctx.boosts,
     counters = counters, counter = counter, stored = stored, grant = input.grant,
     streakLen = increased and st.length or nil, completions = completions, nextId = nextId,
     date = input.at or now,
@@ -353,7 +370,7 @@ local function applyOne(KEYS, ARGV, quiet)
 
   -- Per-run leaderboard values (the boards' own scripts rank them).
   local boards = {}
-  for _, b in ipairs(input.boards or {}) do
+  for _, b in ipairs(ctx.boards) do
     local f = b.id .. '|' .. b.run
     local nv = nil
     if b.kind == 'metric' and boardValues[f] ~= nil then
@@ -369,17 +386,17 @@ local function applyOne(KEYS, ARGV, quiet)
     end
   end
 
-  -- Board moves applied here (input.fuse, on a single Redis): the same script the caller would run
+  -- Board moves applied here (ctx.fuse, on a single Redis): the same script the caller would run
   -- next (lib/board.lua), for boards without breakdowns, so an event needs one call instead of one per
   -- board. A board whose stored group differs (its breakdowns were removed) answers err = 'GROUP'
   -- without writing anything and is left to the caller.
   local moves = nil
-  if input.fuse then
+  if ctx.fuse then
     local valueOf = {}
     for _, b in ipairs(boards) do valueOf[b.id .. '|' .. b.run] = b.value end
     local applied = {}
-    for _, f in ipairs(input.fuse) do
-      local fb = input.boards[f.b]
+    for _, f in ipairs(ctx.fuse) do
+      local fb = ctx.boards[f.b]
       local value = valueOf[fb.id .. '|' .. fb.run]
       if value then
         local K = {}
@@ -487,12 +504,12 @@ local function run(KEYS, ARGV)
   local wire = ARGV[3]
   local replies = {}
   local at = 0
-  for i = 4, #ARGV, 2 do
+  for i = 4, #ARGV, 3 do
     local n = tonumber(ARGV[i])
     local K = {}
     for j = 1, n do K[j] = KEYS[at + j] end
     at = at + n
-    replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire }, true)
+    replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire, ARGV[i + 2] }, true)
   end
   return replies
 end

@@ -62,13 +62,20 @@ export interface UserScriptInput {
   fromIdx?: number | undefined;
   /** How long the reply marker is kept (ms; default 10 s). */
   markMs?: number | undefined;
+  /** A replay (src/simulations/): no outbox entry. */
+  noHistory?: boolean | undefined;
+}
+
+/**
+ * ARGV[4]: what an op shares with the other ops of its plan, day and boards (one string for all of
+ * them: the script keeps the decoded context by its JSON, as it keeps plans).
+ */
+export interface UserScriptContext {
   /** Active boosts per system id. */
   boosts: Record<string, Array<{ id: string; num: number; den: number; r: string; uf: LuaFilter[] }>>;
   /** The board runs the op may move (the values are the script's; the moves the caller's or fuse's). */
   boards: Array<{ id: string; run: string; kind: string; ref: string }>;
-  /** A replay (src/simulations/): no outbox entry. */
-  noHistory?: boolean | undefined;
-  /** Boards (input.boards[b], 1-based) moved by the script itself: KEYS[ki .. ki + kn - 1]. */
+  /** Boards (boards[b], 1-based) moved by the script itself: KEYS[ki .. ki + kn - 1]. */
   fuse?: Array<{ b: number; ki: number; kn: number; max: number }> | undefined;
 }
 

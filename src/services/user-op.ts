@@ -11,6 +11,7 @@ import {
   parseReply,
   quietOutcome,
   replyList,
+  type UserScriptContext,
   type UserScriptInput,
 } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
@@ -132,17 +133,17 @@ function luaUser(u: UserInput) {
  * On a single Redis every key is reachable from one script, so the user script also applies the
  * moves on boards without breakdowns (their group is known before the op) that are not streak boards
  * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
- * per board. Returns the script's keys with input.fuse. Cluster: no change.
+ * per board. Returns the script's keys with the context's fuse. Cluster: no change.
  */
 function fuseBoards(
   deps: Deps,
   boards: Array<{ id: string; run: string }>,
   userKeys: string[],
-): { keys: string[]; fuse?: UserScriptInput['fuse'] } {
+): { keys: string[]; fuse?: UserScriptContext['fuse'] } {
   if (boards.length === 0 || isCluster(deps.redis)) return { keys: userKeys };
   const snap = deps.catalog.snapshot;
   const keys = [...userKeys];
-  const fuse: NonNullable<UserScriptInput['fuse']> = [];
+  const fuse: NonNullable<UserScriptContext['fuse']> = [];
   for (const [i, u] of boards.entries()) {
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
@@ -176,7 +177,10 @@ interface PreparedOp {
   keys: UserKeys;
   eventId: string;
   now: number;
+  /** The op's own keys (lua/applyUserOp.lua KEYS[1 .. 6 + systems]); boards' and older idempotency buckets' follow. */
   allKeys: string[];
+  /** The idempotency buckets before the current one (a window), appended after the boards' keys. */
+  olderIdemKeys: string[];
   idem: UserScriptInput['idem'];
   ids: string[];
   /** The zone the next attempt assumes, and the stored zone before this request. */
@@ -216,7 +220,8 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     keys.streakHistory,
     ...systemKeys,
   ];
-  if (idemKeys?.previous && idemKeys.old) allKeys.push(idemKeys.previous, idemKeys.old);
+  const olderIdemKeys = idemKeys?.previous && idemKeys.old ? [idemKeys.previous, idemKeys.old] : [];
+  // prevKi and oldKi (their KEYS indexes) are set per attempt, after the boards' keys.
   const idem =
     op.kind === 'event' && op.idempotencyKey && idemKeys
       ? {
@@ -225,8 +230,8 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
           d: derivedId || undefined,
           win: idemKeys.windowMs,
           exp: idemKeys.expireAt,
-          prevKi: idemKeys.previous ? allKeys.length - 1 : undefined,
-          oldKi: idemKeys.old ? allKeys.length : undefined,
+          prevKi: undefined,
+          oldKi: undefined,
         }
       : undefined;
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
@@ -242,6 +247,7 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     eventId,
     now,
     allKeys,
+    olderIdemKeys,
     idem,
     ids,
     tz,
@@ -249,9 +255,32 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
   };
 }
 
+/**
+ * The context JSON of an attempt (ARGV[4]): what its op shares with every op of the same plan, day
+ * and boards (boosts, board runs, fused moves), so the script decodes one string per context and the
+ * API stringifies it once. Kept per boosts object (boostsFor's, per plan and day when no boost is
+ * personal) and board runs; the string is always of the context computed for this op.
+ */
+const contexts = new WeakMap<BoostInput, Map<string, string>>();
+function contextJson(ctx: UserScriptContext): string {
+  const key = `${ctx.boards.map((b) => `${b.id}|${b.run}`).join(',')}#${(ctx.fuse ?? []).map((f) => `${f.b}.${f.ki}.${f.kn}.${f.max}`).join(',')}`;
+  let byBoards = contexts.get(ctx.boosts);
+  if (!byBoards) {
+    byBoards = new Map();
+    contexts.set(ctx.boosts, byBoards);
+  }
+  let json = byBoards.get(key);
+  if (json === undefined) {
+    if (byBoards.size >= 64) byBoards.clear();
+    json = JSON.stringify(ctx);
+    byBoards.set(key, json);
+  }
+  return json;
+}
+
 /** One attempt's script call: its keys and input for the zone the op assumes now. */
 function attemptOf(deps: Deps, p: PreparedOp) {
-  const { op, snap, plan, now, allKeys, idem, ids, eventId, tz, prevTz } = p;
+  const { op, snap, plan, now, allKeys, olderIdemKeys, ids, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
   const periodIdx = periodIndex(plan.streak.freq, date);
   const boosts = boostsFor(snap, plan, op.user.id, date);
@@ -266,6 +295,11 @@ function attemptOf(deps: Deps, p: PreparedOp) {
   // On a single Redis the user script also moves the user on boards without breakdowns.
   // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
   const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, allKeys);
+  // The older idempotency buckets come last, so the boards' key indexes (fuse) depend on the plan only.
+  const keys = olderIdemKeys.length ? [...fused.keys, ...olderIdemKeys] : fused.keys;
+  const idem =
+    p.idem && olderIdemKeys.length ? { ...p.idem, prevKi: keys.length - 1, oldKi: keys.length } : p.idem;
+  const context = contextJson({ boosts, boards, fuse: fused.fuse });
   const input: UserScriptInput = {
     op: op.kind,
     now,
@@ -291,12 +325,9 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     slot: op.kind === 'freeze' ? op.slot : undefined,
     fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
     markMs: op.kind === 'event' ? op.markMs : undefined,
-    boosts,
-    boards,
     noHistory: deps.history === false ? true : undefined,
-    fuse: fused.fuse,
   };
-  return { keys: fused.keys, input: JSON.stringify(input), date, periodIdx, boosts };
+  return { keys, input: JSON.stringify(input), context, date, periodIdx, boosts };
 }
 
 type Attempt = ReturnType<typeof attemptOf>;
@@ -421,7 +452,9 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     const ref = wireRef(deps, wireOf(p, a));
     const wire = typeof ref === 'string' ? ref : await ref;
     const raw = await callScript(deps, () =>
-      deps.redis.applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wire).then(oneReply),
+      deps.redis
+        .applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wire, a.context)
+        .then(oneReply),
     );
     const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
@@ -449,9 +482,9 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
     [...byPlan].map(async ([compiled, indexes]) => {
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const keys = attempts.flatMap((a) => a.keys);
-      // Each op's key count and input as arguments of their own (not a JSON list of JSON strings,
-      // which the script would decode twice).
-      const list = attempts.flatMap((a) => [String(a.keys.length), a.input]);
+      // Each op's key count, input and context as arguments of their own (not a JSON list of JSON
+      // strings, which the script would decode twice).
+      const list = attempts.flatMap((a) => [String(a.keys.length), a.input, a.context]);
       const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
         deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, wire, ...list).then(replyList),
