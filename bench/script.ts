@@ -19,21 +19,14 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { serve } from '@hono/node-server';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-import { ensureAdminKey } from '../src/admin/bootstrap';
-import { generateApiKey } from '../src/api-keys';
-import { createApp } from '../src/app';
-import { loadConfig } from '../src/config';
-import { runMigrations } from '../src/db/migrate';
-import { closeDeps, createDeps, type Deps } from '../src/deps';
-import { createLogger } from '../src/logger';
 import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
 import { startWorkers } from '../src/workers';
 import { freePort } from './lib/processes';
 import { redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
-import { seedConfiguration, userId, ZONES } from './lib/seed';
+import { seededInProcess } from './lib/in-process';
+import { userId, ZONES } from './lib/seed';
 
 interface Options {
   events: number;
@@ -156,28 +149,13 @@ async function main(): Promise<void> {
   const closers: Array<() => Promise<unknown>> = [];
   try {
     await pg.unsafe(`create database "${dbName}"`);
-    await runMigrations(dbUrl.toString());
-    const adminKey = generateApiKey().key;
-    const deps: Deps = await createDeps(
-      loadConfig({
-        REDIS_URL: redis.url,
-        DATABASE_URL: dbUrl.toString(),
-        REDIS_KEY_PREFIX: 'bs',
-        ADMIN_API_KEY: adminKey,
-        RATE_LIMIT_PER_SECOND: '1000000',
-        LOG_LEVEL: 'warn',
-      }),
-      { logger: createLogger('warn') },
-    );
-    closers.push(() => closeDeps(deps));
-    await ensureAdminKey(deps.db, adminKey);
-    await deps.catalog.changed();
-    const app = createApp(deps);
-    const port = await freePort();
-    const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' });
-    closers.unshift(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const seeded = await seedConfiguration(`http://127.0.0.1:${port}`, adminKey);
-    await deps.catalog.reload();
+    const laurel = await seededInProcess({
+      redisUrl: redis.url,
+      databaseUrl: dbUrl.toString(),
+      prefix: 'bs',
+    });
+    closers.push(() => laurel.close());
+    const { deps, seeded } = laurel;
 
     const op = (i: number): UserOp => ({
       kind: 'event',

@@ -23,20 +23,16 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { serve } from '@hono/node-server';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
-import { ensureAdminKey } from '../src/admin/bootstrap';
-import { generateApiKey } from '../src/api-keys';
-import { createApp } from '../src/app';
 import { loadConfig } from '../src/config';
-import { runMigrations } from '../src/db/migrate';
 import { closeDeps, createDeps } from '../src/deps';
 import { createLogger } from '../src/logger';
 import { startWorkers } from '../src/workers';
-import { cpuSeconds, freePort, PostgresCpu } from './lib/processes';
+import { cpuSeconds, PostgresCpu } from './lib/processes';
 import { deletePrefix, waitForOutboxDrain } from './lib/redis-stats';
-import { seedConfiguration, userId, ZONES } from './lib/seed';
+import { seededInProcess } from './lib/in-process';
+import { userId, ZONES } from './lib/seed';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -104,7 +100,6 @@ async function main(): Promise<void> {
   const dbName = `laurel_benchw_${suffix}`;
   const dbUrl = new URL(baseUrl);
   dbUrl.pathname = `/${dbName}`;
-  const adminKey = generateApiKey().key;
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   const closers: Array<() => Promise<void>> = [];
   const cleanup = async () => {
@@ -120,25 +115,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
   try {
-    await runMigrations(dbUrl.toString());
-    const config = loadConfig({
-      REDIS_URL: redisUrl,
-      DATABASE_URL: dbUrl.toString(),
-      REDIS_KEY_PREFIX: prefix,
-      ADMIN_API_KEY: adminKey,
-      RATE_LIMIT_PER_SECOND: '1000000',
-      LOG_LEVEL: 'warn',
-    });
-    const deps = await createDeps(config, { logger: createLogger('warn') });
-    closers.push(() => closeDeps(deps));
-    await ensureAdminKey(deps.db, adminKey);
-    await deps.catalog.changed();
-    const app = createApp(deps);
-    const port = await freePort();
-    const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' });
-    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const seeded = await seedConfiguration(`http://127.0.0.1:${port}`, adminKey);
-    for (const n of seeded.notes) console.error(`note: ${n}`);
+    const laurel = await seededInProcess({ redisUrl, databaseUrl: dbUrl.toString(), prefix });
+    closers.push(() => laurel.close());
+    const { deps, app, seeded } = laurel;
     const path = `/v1/metrics/${seeded.metricKey}/event`;
     const headers = { 'x-api-key': seeded.appKey, 'content-type': 'application/json' };
     const send = async (i: number) => {

@@ -75,34 +75,28 @@ order, checks every bound before anything is written, then writes (one HSET of t
 --!include lib/board.lua
 --!include lib/outbox.lua
 
--- Decoded plans by their JSON: served as a Redis Function, this table outlives the call, so a plan is
--- decoded once per configuration rather than once per op. Every op reads the same table: nothing but
--- memoized derived fields (lib/points.lua triggerFields) is added to it. Kept to 32 plans: the
--- configurations in use.
-local PLANS, PLAN_COUNT = {}, 0
-local function planOf(json)
-  local p = PLANS[json]
-  if p == nil then
-    if PLAN_COUNT >= 32 then PLANS, PLAN_COUNT = {}, 0 end
-    p = cjson.decode(json)
-    PLANS[json] = p
-    PLAN_COUNT = PLAN_COUNT + 1
+-- A decoder that keeps what it decoded by its JSON, up to `limit` strings (then it starts over): served
+-- as a Redis Function, its table outlives the call. What it returns is shared by every op that sends
+-- the same string, so it is read, never written (but for memoized derived fields:
+-- lib/points.lua triggerFields).
+local function keptDecoder(limit)
+  local kept, count = {}, 0
+  return function(json)
+    local v = kept[json]
+    if v == nil then
+      if count >= limit then kept, count = {}, 0 end
+      v = cjson.decode(json)
+      kept[json] = v
+      count = count + 1
+    end
+    return v
   end
-  return p
 end
 
--- Decoded contexts (ARGV[4]) by their JSON, as plans: the ops of one day and plan share one. Read only.
-local CONTEXTS, CONTEXT_COUNT = {}, 0
-local function contextOf(json)
-  local c = CONTEXTS[json]
-  if c == nil then
-    if CONTEXT_COUNT >= 256 then CONTEXTS, CONTEXT_COUNT = {}, 0 end
-    c = cjson.decode(json)
-    CONTEXTS[json] = c
-    CONTEXT_COUNT = CONTEXT_COUNT + 1
-  end
-  return c
-end
+-- Plans (ARGV[1]): decoded once per configuration rather than once per op; 32 are the configurations
+-- in use. Contexts (ARGV[4]): the ops of one plan, day and boards share one.
+local planOf = keptDecoder(32)
+local contextOf = keptDecoder(256)
 
 local function err(code, extra)
   local e = extra or {}
