@@ -89,7 +89,8 @@ export function luaFiles(): string[] {
  * Scripts served as a Redis Function instead (FUNCTION LOAD once per Redis, FCALL per call): their
  * code is loaded once rather than run again on every call, and what they keep in library locals
  * (lua/applyUserOp.lua's decoded plans) outlives the call. The file ends with `return run(KEYS, ARGV)`
- * (so it still runs as a plain script in tests), which the library replaces with the registration.
+ * (so it still runs as a plain script in tests), which the library replaces with the registration of
+ * its `served` function (run, with what only the Functions engine's Lua state should have).
  */
 const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp']);
 
@@ -101,7 +102,7 @@ export function functionLibrary(name: ScriptName): { library: string; fn: string
   if (!RUN_LINE.test(body)) throw new Error(`lua/${name}.lua: no "return run(KEYS, ARGV)" line to register`);
   const version = createHash('sha1').update(body).digest('hex').slice(0, 16);
   const library = `laurel_${name}_${version}`;
-  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, `redis.register_function('${library}', run)`)}`;
+  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, `redis.register_function('${library}', served)`)}`;
   return { library, fn: library, code };
 }
 
