@@ -26,7 +26,7 @@ const deps = await createDeps(config);
 // Redis data of an earlier layout is brought to this one before anything serves (one GET once done).
 if (cluster.isPrimary) {
   const moved = await migrateLayout(deps);
-  if (moved.users || moved.idem) deps.logger.info(moved, 'Redis layout migrated');
+  if (moved.users || moved.idem || moved.longestAt) deps.logger.info(moved, 'Redis layout migrated');
 }
 const generated = await ensureAdminKey(deps.db, config.ADMIN_API_KEY);
 // The catalog was loaded before the key existed: load it again (and tell the other processes).

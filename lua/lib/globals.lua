@@ -5,7 +5,9 @@
 --
 -- K[1] user count        K[2] achievement completion counts (hash)
 -- K[3] active streaks (zset)   K[4] active streak meta (hash)
--- K[5] longest streaks (zset)  K[6] when each longest length was reached (hash)
+-- K[5] longest streaks (zset)  K[6] when each user's longest length was first reached (hash
+--      "<userId>|<length>" -> ms; one field per user, for the user's current longest length only:
+--      the longest ranking's ties read it, src/services/streak-reads.ts)
 --
 -- One record: A[1] userId   A[2] nowMs   A[3] created ('1' | '0')
 -- A[4] streak: '' (unchanged) | 'set' | 'del'   A[5] streak length   A[6] active meta
@@ -57,7 +59,7 @@ local function updateGlobalsMany(K, records)
       local len = tonumber(A[5])
       if longest[userId] == nil then longestOrder[#longestOrder + 1] = userId end
       if longest[userId] == nil or len > longest[userId] then longest[userId] = len end
-      if A[7] == '1' then reached[#reached + 1] = { userId .. '|' .. A[5], now } end
+      reached[#reached + 1] = { userId, len, A[7] == '1', now }
     end
   end
 
@@ -99,11 +101,42 @@ local function updateGlobalsMany(K, records)
     redis.call('ZREM', K[3], unpack(gone))
     redis.call('HDEL', K[4], unpack(gone))
   end
-  local best = {}
-  for _, userId in ipairs(longestOrder) do
-    best[#best + 1] = string.format('%d', longest[userId])
-    best[#best + 1] = userId
+  -- K[6] keeps the field of each user's current longest length only (bounded: one per user): a new
+  -- longest removes the field of the one before, and a length is recorded when first reached while
+  -- it is the longest (records with a smaller length change nothing there).
+  if #longestOrder > 0 then
+    local before = redis.call('ZMSCORE', K[5], unpack(longestOrder))
+    local cur, gone, pending, pendingOrder = {}, {}, {}, {}
+    for i, userId in ipairs(longestOrder) do cur[userId] = tonumber(before[i]) or 0 end
+    for _, r in ipairs(reached) do
+      local userId, len, ext, now = r[1], r[2], r[3], r[4]
+      local c = cur[userId]
+      if len > c then
+        if c > 0 then
+          local old = userId .. '|' .. string.format('%d', c)
+          gone[#gone + 1] = old
+          pending[old] = nil
+        end
+        cur[userId] = len
+        c = len
+      end
+      if ext and len == c then
+        local f = userId .. '|' .. string.format('%d', len)
+        if pending[f] == nil then
+          pending[f] = now
+          pendingOrder[#pendingOrder + 1] = f
+        end
+      end
+    end
+    local best = {}
+    for _, userId in ipairs(longestOrder) do
+      best[#best + 1] = string.format('%d', longest[userId])
+      best[#best + 1] = userId
+    end
+    redis.call('ZADD', K[5], 'GT', unpack(best))
+    if #gone > 0 then redis.call('HDEL', K[6], unpack(gone)) end
+    for _, f in ipairs(pendingOrder) do
+      if pending[f] then redis.call('HSETNX', K[6], f, pending[f]) end
+    end
   end
-  if #best > 0 then redis.call('ZADD', K[5], 'GT', unpack(best)) end
-  for _, r in ipairs(reached) do redis.call('HSETNX', K[6], r[1], r[2]) end
 end

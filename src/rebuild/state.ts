@@ -442,7 +442,9 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     }
     const longest = Number(s.streak.longest ?? 0);
     if (longest > 0) g.streakLongest[s.userId] = longest;
-    for (const [f, at] of Object.entries(s.longestAt)) g.streakLongestAt[f] = String(at);
+    // Only the longest length's first time is kept (lib/globals.lua: one field per user).
+    const at = s.longestAt[`${s.userId}|${longest}`];
+    if (longest > 0 && at !== undefined) g.streakLongestAt[`${s.userId}|${longest}`] = String(at);
   }
   return g;
 }

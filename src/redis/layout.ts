@@ -4,7 +4,9 @@
  * idempotency entries compact (src/engine/idempotency.ts); layout 2 named their fields
  * "<metricId>|<key>". On start the primary process converts every layout-1 user in place, one atomic
  * script call per user (lua/migrateUser.lua), and every idempotency hash with keyed fields, one call
- * per hash (lua/migrateIdem.lua), then records the version so later starts skip the scan. Every call
+ * per hash (lua/migrateIdem.lua). Layout 4 keeps one field per user in the longest streaks' "reached at"
+ * hash (lib/globals.lua); layout 3 kept one per length a user ever reached: the others are removed
+ * (pruneLongestAt). Then the version is recorded so later starts skip the scan. Every call
  * is idempotent, so two processes migrating at once, or a start interrupted half-way, are safe: the
  * next start finishes the work. Stop processes of the previous version before starting this one.
  */
@@ -12,7 +14,7 @@ import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from './batch';
 import { isCluster } from './client';
 
-export const LAYOUT_VERSION = '3';
+export const LAYOUT_VERSION = '4';
 
 /** Suffixes of the layout-1 keys of a user (`…:user:<id>:<suffix>`). */
 const LEGACY_SUFFIXES = ['metrics', 'counters', 'achievements', 'points', 'streak', 'boards', 'applied'];
@@ -80,12 +82,19 @@ export async function migrateUser(deps: Deps, userId: string): Promise<number> {
 
 /**
  * Brings the data under this prefix to the current layout; returns how many users were moved and how
- * many idempotency hashes rewritten. Does nothing (one GET) once the version is recorded.
+ * many idempotency hashes rewritten and how many "longest reached at" fields removed. Does nothing (one GET) once the version is recorded.
  */
-export async function migrateLayout(deps: Deps): Promise<{ users: number; idem: number }> {
+export async function migrateLayout(deps: Deps): Promise<{ users: number; idem: number; longestAt: number }> {
   const marker = deps.keys.global.layout;
-  const moved = { users: 0, idem: 0 };
-  if ((await deps.redis.get(marker)) === LAYOUT_VERSION) return moved;
+  const moved = { users: 0, idem: 0, longestAt: 0 };
+  const version = await deps.redis.get(marker);
+  if (version === LAYOUT_VERSION) return moved;
+  moved.longestAt = await pruneLongestAt(deps);
+  // Layout 3 had every user and idempotency hash in today's form already.
+  if (version === '3') {
+    await deps.redis.set(marker, LAYOUT_VERSION);
+    return moved;
+  }
   const found = (await anyUsers(deps)) ? await scanUsers(deps) : { users: [], idem: [] };
   for (let i = 0; i < found.users.length; i += 100) {
     const results = await Promise.all(found.users.slice(i, i + 100).map((id) => migrateUser(deps, id)));
@@ -99,4 +108,33 @@ export async function migrateLayout(deps: Deps): Promise<{ users: number; idem: 
   }
   await deps.redis.set(marker, LAYOUT_VERSION);
   return moved;
+}
+
+/**
+ * Removes the fields of the longest streaks' "reached at" hash other than each user's current longest
+ * length (`<userId>|<length>`; layout 3 kept one per length ever reached). Returns how many it removed.
+ * Both keys are in the {global} slot; safe to run while the history writer adds fields (it only adds
+ * the current longest's, and removes the one before).
+ */
+export async function pruneLongestAt(deps: Deps): Promise<number> {
+  const g = deps.keys.global;
+  let removed = 0;
+  let cursor = '0';
+  do {
+    const [next, flat] = await deps.redis.hscan(g.streakLongestAt, cursor, 'COUNT', 1000);
+    cursor = next;
+    const fields: Array<{ field: string; user: string; length: string }> = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const field = flat[i]!;
+      const bar = field.lastIndexOf('|');
+      fields.push({ field, user: field.slice(0, bar), length: field.slice(bar + 1) });
+    }
+    if (fields.length === 0) continue;
+    const users = [...new Set(fields.map((f) => f.user))];
+    const scores = (await deps.redis.call('ZMSCORE', g.streakLongest, ...users)) as Array<string | null>;
+    const longest = new Map(users.map((u, i) => [u, scores[i] === null ? null : Number(scores[i])]));
+    const stale = fields.filter((f) => longest.get(f.user) !== Number(f.length)).map((f) => f.field);
+    if (stale.length) removed += await deps.redis.hdel(g.streakLongestAt, ...stale);
+  } while (cursor !== '0');
+  return removed;
 }

@@ -23,8 +23,12 @@ local function referenceUpdate(K, A, T)
   if A[4] == 'set' then
     redis.call('ZADD', K[3], A[5], userId)
     redis.call('HSET', K[4], userId, A[6])
+    -- One field of K[6] per user: its current longest length, set when first reached.
+    local prev = tonumber(redis.call('ZSCORE', K[5], userId) or '0')
+    local len = tonumber(A[5])
     redis.call('ZADD', K[5], 'GT', A[5], userId)
-    if A[7] == '1' then redis.call('HSETNX', K[6], userId .. '|' .. A[5], now) end
+    if len > prev and prev > 0 then redis.call('HDEL', K[6], userId .. '|' .. prev) end
+    if A[7] == '1' and len >= prev then redis.call('HSETNX', K[6], userId .. '|' .. A[5], now) end
   elseif A[4] == 'del' then
     redis.call('ZREM', K[3], userId)
     redis.call('HDEL', K[4], userId)
@@ -118,7 +122,16 @@ describe('lib/globals.lua updateGlobalsMany', () => {
         await h.run([{ source: REFERENCE }], `local CHUNK = false\n${body}`, input, oneKeys);
         const strip = (c: Record<string, unknown>, side: string) =>
           Object.fromEntries(Object.entries(c).map(([k, v]) => [k.replace(`${side}${n}:`, ''), v]));
-        expect(strip(await contents(chunkKeys), 'c')).toEqual(strip(await contents(oneKeys), 'o'));
+        const chunk = strip(await contents(chunkKeys), 'c');
+        expect(chunk).toEqual(strip(await contents(oneKeys), 'o'));
+        // Bounded: the longest-at hash holds at most the field of each user's longest length.
+        const longest = new Map<string, string>();
+        const z = (chunk.longest ?? []) as string[];
+        for (let i = 0; i < z.length; i += 2) longest.set(z[i]!, z[i + 1]!);
+        for (const [field] of (chunk.at ?? []) as Array<[string, string]>) {
+          const [user, len] = field.split('|');
+          expect(longest.get(user!)).toBe(len);
+        }
       }),
       { numRuns: 150 },
     );

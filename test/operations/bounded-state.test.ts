@@ -189,7 +189,7 @@ describe('IDEMPOTENCY_WINDOW_DAYS=0', () => {
     await f.deps.redis.del(k);
     await f.deps.redis.hset(k, `${metricId}|legacy`, eventId!);
     await f.deps.redis.del(f.deps.keys.global.layout);
-    expect(await migrateLayout(f.deps)).toEqual({ users: 0, idem: 1 });
+    expect(await migrateLayout(f.deps)).toEqual({ users: 0, idem: 1, longestAt: 0 });
     f.clock.set(Date.parse('2026-02-01T12:00:00Z'));
     const again = await f.api(
       'POST',

@@ -111,7 +111,7 @@ describe('Redis layout migration', () => {
     expect(parts.streak.length).toBe('2');
     await t.deps.redis.del(t.deps.keys.global.layout);
 
-    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0, longestAt: 0 });
     expect(await t.deps.redis.get(t.deps.keys.global.layout)).toBe(LAYOUT_VERSION);
     expect(await t.deps.redis.hgetall(t.deps.keys.user('old-1').hash)).toEqual(hashBefore);
     // Compact again: every value within the listpack's 64 bytes.
@@ -145,7 +145,7 @@ describe('Redis layout migration', () => {
       [`h:${Number(epoch) - 1}:${today - 5}`]: '9|0|0',
     });
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0, longestAt: 0 });
     const streak = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak;
     expect(Object.keys(streak).filter((f) => f.startsWith('h:'))).toEqual([]);
     expect(await t.deps.redis.get(k.streakHistory)).toBe(`${today}:1`);
@@ -159,7 +159,7 @@ describe('Redis layout migration', () => {
     const redis = t.deps.redis;
     const scans = (isCluster(redis) ? redis.nodes('master') : [redis]).map((node) => vi.spyOn(node, 'scan'));
     try {
-      expect(await migrateLayout(fresh)).toEqual({ users: 0, idem: 0 });
+      expect(await migrateLayout(fresh)).toEqual({ users: 0, idem: 0, longestAt: 0 });
       for (const scan of scans) expect(scan).not.toHaveBeenCalled();
       expect(await t.deps.redis.get(fresh.keys.global.layout)).toBe(LAYOUT_VERSION);
     } finally {
@@ -173,15 +173,15 @@ describe('Redis layout migration', () => {
     expect((await send('old-3:streak', 1)).status).toBe(201);
     const own = await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash);
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0, longestAt: 0 });
     expect(await t.deps.redis.hgetall(t.deps.keys.user('old-3:streak').hash)).toEqual(own);
     expect(await t.deps.redis.exists(t.deps.keys.user('old-3').hash)).toBe(0);
 
     await toLayout1('old-1');
     // Recorded: not scanned again (a layout-1 user written after it stays until the version is cleared).
-    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0, longestAt: 0 });
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 1, idem: 0, longestAt: 0 });
     expect((await t.api('GET', '/v1/users/old-1/metrics')).body[0].current).toBe(6);
   });
 
@@ -203,7 +203,7 @@ describe('Redis layout migration', () => {
     const ttl = await t.deps.redis.pttl(bucket);
     await t.deps.redis.del(t.deps.keys.global.layout);
 
-    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 2 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 2, longestAt: 0 });
     const fields = Object.keys(await t.deps.redis.hgetall(bucket));
     expect(fields).toEqual([idempotencyField(metricId, 'order-1')]);
     expect(fields[0]).toMatch(/^[0-9a-f]{16}$/);
@@ -222,6 +222,50 @@ describe('Redis layout migration', () => {
     expect(replay.body).toMatchObject({ eventId: oldId, idempotentReplayed: true, total: 1 });
     // A second run finds nothing left to rewrite.
     await t.deps.redis.del(t.deps.keys.global.layout);
-    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0 });
+    expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0, longestAt: 0 });
+  });
+
+  it('keeps one "longest reached at" field per user, and layout 3\'s others are removed without a scan', async () => {
+    const base = Date.parse('2025-12-01T12:00:00Z');
+    const g = t.deps.keys.global;
+    const fieldsOf = async (user: string) =>
+      Object.keys(await t.deps.redis.hgetall(g.streakLongestAt))
+        .filter((f) => f.startsWith(`${user}|`))
+        .sort();
+    for (let d = 0; d < 4; d++) {
+      t.clock.set(base + d * DAY);
+      expect((await send('old-long', 1)).body.currentStreak.length).toBe(d + 1);
+    }
+    await drain(t);
+    // Four lengths reached, one field: the longest's (layout 3 kept one per length).
+    expect(await fieldsOf('old-long')).toEqual(['old-long|4']);
+    const firstAt = await t.deps.redis.hget(g.streakLongestAt, 'old-long|4');
+    const ranking = await t.api('GET', '/v1/streaks/rankings?type=longest&limit=100');
+    expect(ranking.status).toBe(200);
+
+    // What layout 3 left: the lengths reached before the longest.
+    await t.deps.redis.hset(g.streakLongestAt, 'old-long|1', '1', 'old-long|2', '2', 'old-long|3', '3');
+    await t.deps.redis.set(g.layout, '3');
+    const redis = t.deps.redis;
+    const scans = (isCluster(redis) ? redis.nodes('master') : [redis]).map((node) => vi.spyOn(node, 'scan'));
+    try {
+      expect(await migrateLayout(t.deps)).toEqual({ users: 0, idem: 0, longestAt: 3 });
+      for (const scan of scans) expect(scan).not.toHaveBeenCalled();
+    } finally {
+      for (const scan of scans) scan.mockRestore();
+    }
+    expect(await fieldsOf('old-long')).toEqual(['old-long|4']);
+    expect(await t.deps.redis.hget(g.streakLongestAt, 'old-long|4')).toBe(firstAt);
+    expect(await t.deps.redis.get(g.layout)).toBe(LAYOUT_VERSION);
+    expect((await t.api('GET', '/v1/streaks/rankings?type=longest&limit=100')).body).toEqual(ranking.body);
+
+    // A break, then a longer streak: its length's field replaces the old one.
+    for (let d = 6; d < 11; d++) {
+      t.clock.set(base + d * DAY);
+      await send('old-long', 1);
+    }
+    await drain(t);
+    expect(await fieldsOf('old-long')).toEqual(['old-long|5']);
+    expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 });
