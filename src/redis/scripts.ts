@@ -112,17 +112,16 @@ const FUNCTION_MISSING = /Function not found/;
 /**
  * Defines `name` on the client as an FCALL of its library's function, loading the library (on every
  * master of a Cluster) when Redis answers that it does not have it, then calling again: the missing
- * function ran nothing, so the call is simply repeated. The first load of a process also removes
- * the other versions of the library (left by earlier code).
+ * function ran nothing, so the call is simply repeated. Before its first call a process removes the
+ * other versions of the library (left by earlier code).
  */
 function defineFunction(client: RedisClient, name: ScriptName): void {
   const { library, fn, code } = functionLibrary(name);
   const nodes = (): Redis[] => (isCluster(client) ? client.nodes('master') : [client]);
   let loading: Promise<void> | null = null;
+  let pruning: Promise<void> | null = null;
   let pruned = false;
-  const loadOn = async (node: Redis) => {
-    await node.function('LOAD', 'REPLACE', code);
-    if (pruned) return;
+  const pruneOn = async (node: Redis) => {
     const listed = (await node.function('LIST', 'LIBRARYNAME', `laurel_${name}_*`)) as unknown[];
     for (const entry of listed) {
       const other = Array.isArray(entry) ? entry[entry.indexOf('library_name') + 1] : undefined;
@@ -130,17 +129,29 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
         await node.function('DELETE', other).catch(() => {});
     }
   };
-  const load = () => {
-    loading ??= Promise.all(nodes().map(loadOn))
-      .then(() => {
+  // Once per process, before its first call (whether or not it loads the library: another process
+  // of the same code may have loaded it first); a failed pass is tried again at the next call.
+  const prune = () => {
+    pruning ??= Promise.all(nodes().map(pruneOn)).then(
+      () => {
         pruned = true;
-      })
+      },
+      () => {
+        pruning = null;
+      },
+    );
+    return pruning;
+  };
+  const load = () => {
+    loading ??= Promise.all(nodes().map((node) => node.function('LOAD', 'REPLACE', code)))
+      .then(() => {})
       .finally(() => {
         loading = null;
       });
     return loading;
   };
   const call = async (numKeys: number, ...keysAndArgs: string[]) => {
+    if (!pruned) await prune();
     try {
       return await client.fcall(fn, numKeys, ...keysAndArgs);
     } catch (err) {
