@@ -807,6 +807,8 @@ async function main() {
       );
     console.log(`Redis time per event request at ${opts.rate} req/s, by command (INFO commandstats):`);
     console.log(renderRedisCommands(eventsAtRate));
+    console.log(`Redis time per batch event (closed loop, batches of ${BATCH_SIZE}), by command:`);
+    console.log(renderRedisCommands(batches, BATCH_SIZE));
     console.log('');
     console.log(
       `Redis memory per user: ${formatBytes(perUserDelta)} (used_memory delta over ${census.users} users), ` +

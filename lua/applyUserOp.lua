@@ -363,8 +363,9 @@ local function applyOne(KEYS, ARGV, quiet)
   end
 
   -- Per-run leaderboard values (the boards' own scripts rank them).
-  local boards = {}
-  for _, b in ipairs(ctx.boards) do
+  -- nvAt[i]: the new value on ctx.boards[i] (the fused moves below find theirs by that index).
+  local boards, nvAt = {}, {}
+  for i, b in ipairs(ctx.boards) do
     local f = b.id .. '|' .. b.run
     local nv = nil
     if b.kind == 'metric' and boardValues[f] ~= nil then
@@ -377,6 +378,7 @@ local function applyOne(KEYS, ARGV, quiet)
     if nv ~= nil then
       boardStore(b.id, b.run, nv)
       boards[#boards + 1] = { id = b.id, run = b.run, value = fmt(nv) }
+      nvAt[i] = nv
     end
   end
 
@@ -386,16 +388,15 @@ local function applyOne(KEYS, ARGV, quiet)
   -- without writing anything and is left to the caller.
   local moves = nil
   if ctx.fuse then
-    local valueOf = {}
-    for _, b in ipairs(boards) do valueOf[b.id .. '|' .. b.run] = b.value end
     local applied = {}
     for _, f in ipairs(ctx.fuse) do
       local fb = ctx.boards[f.b]
-      local value = valueOf[fb.id .. '|' .. fb.run]
+      local value = nvAt[f.b]
       if value then
         local K = {}
         for j = 1, f.kn do K[j] = KEYS[f.ki + j - 1] end
-        local m = updateBoard(K, { user.id, value, fmt(seq), fmt(now), '', tostring(f.max), '0', '0', quiet and '1' or '0' })
+        -- Value, seq, time and cap as numbers (updateBoard's tonumber keeps them): no text round trip.
+        local m = updateBoard(K, { user.id, value, seq, now, '', f.max, '0', '0', quiet and '1' or '0' })
         m.id = fb.id
         moves = moves or {}
         moves[#moves + 1] = m

@@ -92,11 +92,13 @@ export function renderCpu(rows: Measurement[]): string {
 }
 
 /** The Redis commands that cost the most time per request of one scenario. */
-export function renderRedisCommands(m: Measurement): string {
+/** Redis time by command per request, or per event of requests of `eventsPerRequest` events. */
+export function renderRedisCommands(m: Measurement, eventsPerRequest = 1): string {
+  const unit = eventsPerRequest === 1 ? 'req' : 'event';
   return m.redisCommands
     .map(
       (c) =>
-        `  ${c.command.padEnd(16)} ${String(c.usecPerRequest).padStart(8)} µs/req  (${c.calls} calls, ${c.usecPerCall} µs each)`,
+        `  ${c.command.padEnd(16)} ${(c.usecPerRequest / eventsPerRequest).toFixed(2).padStart(8)} µs/${unit}  (${c.calls} calls, ${c.usecPerCall} µs each)`,
     )
     .join('\n');
 }

@@ -6,8 +6,11 @@
 
 --!include lib/numbers.lua
 
+-- "<changedAt, 15 digits zero-padded>|<userId>" (changedAt: ms, 13 digits until the year 2286).
 local function boardMember(changedAt, id)
-  return string.format('%015d', changedAt) .. '|' .. id
+  local s = fmt(changedAt)
+  if #s < 15 then s = string.rep('0', 15 - #s) .. s end
+  return s .. '|' .. id
 end
 
 -- "value|changedAt|group|seq|expires" (KEYS[1]'s values): value, changedAt, group, seq, expires.
@@ -140,6 +143,7 @@ local function updateBoard(K, A)
 
   if prevRank and member ~= prevMember then boardZrem(B, prevMember) end
   if value > 0 then
+    local added = true
     if prevRank or not boardFull(B) then
       boardZadd(B, -value, member)
     else
@@ -148,9 +152,12 @@ local function updateBoard(K, A)
         boardZrem(B, low[1])
         boardZadd(B, -value, member)
         evicted = { member = low[1], value = -tonumber(low[2]) }
+      else
+        -- Below the lowest of a full ranking: not ranked (nothing to look up).
+        added = false
       end
     end
-    rank = boardRank(B, member)
+    if added then rank = boardRank(B, member) end
   end
 
   redis.call('HSET', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|'

@@ -6,7 +6,9 @@
 -- Redis TIME in µs as a decimal string: the commit order of records across processes.
 local function commitOrder()
   local t = redis.call('TIME')
-  return t[1] .. string.format('%06d', tonumber(t[2]))
+  local us = t[2]
+  if #us < 6 then us = string.rep('0', 6 - #us) .. us end
+  return t[1] .. us
 end
 
 local function appendOutbox(key, record, extra, wire)
