@@ -85,6 +85,7 @@ export async function verifyState(deps: Deps, opts: VerifyOptions = {}): Promise
       pipe.zscore(g.streakActive, s.userId);
       pipe.hget(g.streakActiveMeta, s.userId);
       pipe.zscore(g.streakLongest, s.userId);
+      pipe.hget(g.streakLongestAt, `${s.userId}|${expected.streakLongest[s.userId] ?? 0}`);
     }
     const res = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
     let k = 0;
@@ -102,6 +103,11 @@ export async function verifyState(deps: Deps, opts: VerifyOptions = {}): Promise
       check('global.streak:active-meta', res[k++] ?? null, expected.streakActiveMeta[s.userId] ?? null);
       const lon = expected.streakLongest[s.userId];
       check('global.streak:longest', num(res[k++] ?? null), lon === undefined ? null : String(lon));
+      check(
+        'global.streak:longest-at',
+        res[k++] ?? null,
+        expected.streakLongestAt[`${s.userId}|${lon ?? 0}`] ?? null,
+      );
     }
   }
 
