@@ -81,8 +81,9 @@ export async function migrateUser(deps: Deps, userId: string): Promise<number> {
 }
 
 /**
- * Brings the data under this prefix to the current layout; returns how many users were moved and how
- * many idempotency hashes rewritten and how many "longest reached at" fields removed. Does nothing (one GET) once the version is recorded.
+ * Brings the data under this prefix to the current layout; returns how many users were moved, how
+ * many idempotency hashes rewritten and how many "longest reached at" fields removed. Does nothing
+ * (one GET) once the version is recorded.
  */
 export async function migrateLayout(deps: Deps): Promise<{ users: number; idem: number; longestAt: number }> {
   const marker = deps.keys.global.layout;

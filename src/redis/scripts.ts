@@ -130,16 +130,17 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
     }
   };
   // Once per process, before its first call (whether or not it loads the library: another process
-  // of the same code may have loaded it first); a failed pass is tried again at the next call.
+  // of the same code may have loaded it first). A failed pass is not repeated (no call pays for it
+  // again): older versions then stay until a later process removes them; they only take memory.
   const prune = () => {
-    pruning ??= Promise.all(nodes().map(pruneOn)).then(
-      () => {
+    pruning ??= Promise.all(nodes().map(pruneOn))
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => {
         pruned = true;
-      },
-      () => {
-        pruning = null;
-      },
-    );
+      });
     return pruning;
   };
   const load = () => {
