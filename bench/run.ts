@@ -820,7 +820,8 @@ async function main() {
         `Redis memory per veteran (${veteranMemory.users} sampled): ${formatBytes(veteranMemory.bytesPerUser)} in ` +
           `${veteranMemory.keysPerUser} keys of its own, besides ${formatBytes(veteranMemory.boardHistoryBytesPerUser)} in ` +
           `${veteranMemory.boardHistoryKeysPerUser} leaderboard rank-history keys and ${formatBytes(veteranMemory.transientBytesPerUser)} ` +
-          `in ${veteranMemory.transientKeysPerUser} keys expiring within ${TRANSIENT_TTL_MS / 1000} s (left out)`,
+          `in ${veteranMemory.transientKeysPerUser} keys expiring within ${TRANSIENT_TTL_MS / 1000} s (left out); ` +
+          `${veteranMemory.longestAtFieldsPerUser} field(s) each in the longest streaks' "first reached at" index`,
       );
     for (const m of results) {
       if (m.non2xx || m.errors)

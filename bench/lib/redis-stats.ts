@@ -183,6 +183,11 @@ export interface UserMemory {
   /** Mean MEMORY USAGE of the user's rank-history keys on leaderboards (`…:hist:<id>`), bytes. */
   boardHistoryBytesPerUser: number;
   boardHistoryKeysPerUser: number;
+  /**
+   * Mean number of the user's fields in the longest streaks' "first reached at" index
+   * (`{global}:streak:longest-at`, fields `<userId>|<length>`): bounded at one per user.
+   */
+  longestAtFieldsPerUser: number;
 }
 
 /**
@@ -211,6 +216,19 @@ export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): P
   const per = (x: number) => Math.round((x / n) * 100) / 100;
   const mine = await memoryUsage(own);
   const history = await memoryUsage(hist);
+  let longestAt = 0;
+  const indexKey = `${prefix}:{global}:streak:longest-at`;
+  for (const node of each(nodes)) {
+    if (!(await node.exists(indexKey))) continue;
+    for (const id of ids) {
+      let cursor = '0';
+      do {
+        const [next, flat] = await node.hscan(indexKey, cursor, 'MATCH', `${id}|*`, 'COUNT', 1000);
+        cursor = next;
+        longestAt += flat.length / 2;
+      } while (cursor !== '0');
+    }
+  }
   return {
     users: ids.length,
     bytesPerUser: Math.round(mine.bytes / n),
@@ -219,6 +237,7 @@ export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): P
     transientKeysPerUser: per(mine.transientKeys),
     boardHistoryBytesPerUser: Math.round(history.bytes / n),
     boardHistoryKeysPerUser: per(hist.length - history.transientKeys),
+    longestAtFieldsPerUser: per(longestAt),
   };
 }
 
