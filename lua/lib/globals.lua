@@ -25,7 +25,8 @@ local function updateGlobalsMany(K, records)
   local totals, totalKeys = {}, {}
   local active, activeOrder = {}, {}
   local longest, longestOrder = {}, {}
-  local reached = {}
+  -- Every 'set' in order: {userId, length, extended, now} (the longest's "first reached at" below).
+  local lengths = {}
   for _, rec in ipairs(records) do
     local A = rec.A
     local userId, now = A[1], A[2]
@@ -59,7 +60,7 @@ local function updateGlobalsMany(K, records)
       local len = tonumber(A[5])
       if longest[userId] == nil then longestOrder[#longestOrder + 1] = userId end
       if longest[userId] == nil or len > longest[userId] then longest[userId] = len end
-      reached[#reached + 1] = { userId, len, A[7] == '1', now }
+      lengths[#lengths + 1] = { userId, len, A[7] == '1', now }
     end
   end
 
@@ -108,7 +109,7 @@ local function updateGlobalsMany(K, records)
     local before = redis.call('ZMSCORE', K[5], unpack(longestOrder))
     local cur, gone, pending, pendingOrder = {}, {}, {}, {}
     for i, userId in ipairs(longestOrder) do cur[userId] = tonumber(before[i]) or 0 end
-    for _, r in ipairs(reached) do
+    for _, r in ipairs(lengths) do
       local userId, len, ext, now = r[1], r[2], r[3], r[4]
       local c = cur[userId]
       if len > c then
