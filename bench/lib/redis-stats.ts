@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { Keys } from '../../src/redis/keys';
 
 /** One field of an INFO section as a number. */
 export async function infoNumber(redis: Redis, section: string, field: string): Promise<number> {
@@ -217,7 +218,8 @@ export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): P
   const mine = await memoryUsage(own);
   const history = await memoryUsage(hist);
   let longestAt = 0;
-  const indexKey = `${prefix}:{global}:streak:longest-at`;
+  // The global keys do not depend on the shard count.
+  const indexKey = new Keys(prefix, 1).global.streakLongestAt;
   for (const node of each(nodes)) {
     if (!(await node.exists(indexKey))) continue;
     for (const id of ids) {

@@ -131,8 +131,8 @@ export class Keys {
   }
 
   /**
-   * Indexes that span users, in one slot of their own (so they pipeline on Cluster). On a single Redis
-   * the user script updates them too (lua/lib/globals.lua). Built once: events read them every time.
+   * Indexes that span users, in one slot of their own (so they pipeline on Cluster), maintained by the
+   * history writer from the outbox (lua/lib/globals.lua). Built once: events read them every time.
    */
   get global() {
     this.globalKeys ??= this.buildGlobal();

@@ -132,7 +132,7 @@ export async function pruneLongestAt(deps: Deps): Promise<number> {
     }
     if (fields.length === 0) continue;
     const users = [...new Set(fields.map((f) => f.user))];
-    const scores = (await deps.redis.call('ZMSCORE', g.streakLongest, ...users)) as Array<string | null>;
+    const scores = await deps.redis.zmscore(g.streakLongest, ...users);
     const longest = new Map(users.map((u, i) => [u, scores[i] === null ? null : Number(scores[i])]));
     const stale = fields.filter((f) => longest.get(f.user) !== Number(f.length)).map((f) => f.field);
     if (stale.length) removed += await deps.redis.hdel(g.streakLongestAt, ...stale);

@@ -133,14 +133,10 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
   // of the same code may have loaded it first). A failed pass is not repeated (no call pays for it
   // again): older versions then stay until a later process removes them; they only take memory.
   const prune = () => {
-    pruning ??= Promise.all(nodes().map(pruneOn))
-      .then(
-        () => {},
-        () => {},
-      )
-      .finally(() => {
-        pruned = true;
-      });
+    const done = () => {
+      pruned = true;
+    };
+    pruning ??= Promise.all(nodes().map(pruneOn)).then(done, done);
     return pruning;
   };
   const load = () => {
