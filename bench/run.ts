@@ -33,6 +33,7 @@ import {
   PostgresCpu,
   signalChild,
   startChild,
+  startFlags,
   stopAllChildren,
   stopChild,
   totalCpuSeconds,
@@ -100,7 +101,8 @@ async function startLaurel(
   env: NodeJS.ProcessEnv,
   nodeArgs: string[],
 ): Promise<Laurel> {
-  const args = [...nodeArgs, '--import', 'tsx', 'src/main.ts'];
+  // Node's flags as `npm start` passes them (package.json), then the bench's own (profiling).
+  const args = [...(await startFlags()), ...nodeArgs, '--import', 'tsx', 'src/main.ts'];
   const started: Array<{ child: Child; origin: string }> = [];
   const metrics: string[] = [];
   const metricsPort = async () => {
@@ -453,10 +455,10 @@ async function main() {
     };
 
     const results: Measurement[] = [];
-    const baselineScenario = (rate: number): Scenario => {
+    const baselineScenario = (rate: number, paced = false): Scenario => {
       const next = cycle();
       return {
-        name: `baseline POST /baseline${rate ? ` @${rate}/s` : ''}`,
+        name: `baseline POST /baseline${rate ? ` @${rate}/s${paced ? ' paced' : ''}` : ''}`,
         origins: [baselineOrigin],
         method: 'POST',
         server: 'baseline',
@@ -648,6 +650,20 @@ async function main() {
           }
         : null;
 
+    // The same rate spread evenly over each second (figure 6's latencies): autocannon's rate sends
+    // each connection's share of a second back to back, so its latencies are a closed loop's.
+    const paced: LoadSettings = { ...atRate, paced: true };
+    console.error(`measuring the baseline and the event endpoint at ${opts.rate} req/s, evenly paced…`);
+    const baselinePaced = await measure(baselineScenario(opts.rate, true), paced, baselineProbes);
+    results.push(baselinePaced);
+    const eventsPaced = await measure(
+      eventScenario(`@${opts.rate}/s paced (new users)`, laurel.origins, () => eventBody(nextNewUser())),
+      paced,
+      probes,
+    );
+    results.push(eventsPaced);
+    await drainOutbox(`the evenly paced event scenario at ${opts.rate} req/s`);
+
     let veteransAtRate: Measurement | Skipped = { skipped: 'no veterans (--veterans 0)' };
     if (veteranSeed) {
       let n = 0;
@@ -735,6 +751,8 @@ async function main() {
       events,
       baselineAtRate,
       eventsAtRate,
+      baselinePaced,
+      eventsPaced,
       writerUs: writer ? writer.workerUs + writer.postgresUs : null,
       veteransAtRate,
       bytesPerNewUser: perUserKeys,
@@ -789,7 +807,7 @@ async function main() {
     };
 
     console.log('');
-    console.log(renderTable(results, [baseline, baselineAtRate]));
+    console.log(renderTable(results, [baseline, baselineAtRate, baselinePaced]));
     console.log('');
     console.log(`CPU in cores while measuring (machine = all processes on the box, of ${os.cpus().length}):`);
     console.log(renderCpu(results));
@@ -829,6 +847,10 @@ async function main() {
       if (m.rate && m.reqPerSec < 0.95 * m.rate)
         console.log(
           `warning: ${m.name}: ${m.reqPerSec} req/s, below the fixed rate (the machine did not keep up)`,
+        );
+      if (m.generatorBehindMs)
+        console.log(
+          `warning: ${m.name}: the load generator fell ${m.generatorBehindMs} ms behind its schedule (its own process was starved)`,
         );
     }
     if (scrapeCost) console.log(scrapeCost.summary);

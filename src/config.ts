@@ -21,6 +21,11 @@ export const envSchema = z.object({
   ROLE: z.enum(['all', 'api', 'worker']).default('all'),
   /** API processes sharing the port (Node's cluster module); the primary runs the workers. */
   API_PROCESSES: intFromEnv(1, 1, 64),
+  /**
+   * CPU niceness a ROLE=worker process gives itself (0 = leave it): on a host shared with API
+   * processes, Redis and Postgres, background work yields to requests (src/workers/priority.ts).
+   */
+  WORKER_NICE: intFromEnv(10, 0, 19),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   REDIS_CLUSTER_NODES: z
     .string()

@@ -8,6 +8,7 @@ import { closeDeps, createDeps } from './deps';
 import { migrateLayout } from './redis/layout';
 import { answerMetricsRequests, startMetricsServer } from './metrics/server';
 import { startWorkers } from './workers';
+import { lowerPriority } from './workers/priority';
 import { cancelLocalSimulations } from './simulations/runs';
 
 let config: ReturnType<typeof loadConfig>;
@@ -45,6 +46,9 @@ if (forkApis) {
     }
   });
 }
+// A process that only runs background work yields the CPU to requests (WORKER_NICE). Not the primary
+// of API_PROCESSES: the API processes it forks again later would inherit its niceness.
+if (config.ROLE === 'worker' && config.WORKER_NICE > 0) lowerPriority(config.WORKER_NICE, deps.logger);
 const workers = config.ROLE === 'api' || !cluster.isPrimary ? null : startWorkers(deps);
 // /metrics on its own port, served by the primary for every process of this deployment; the API
 // processes it forked answer its requests over IPC.

@@ -1,4 +1,5 @@
 import autocannon from 'autocannon';
+import { pacedRun, quantile } from './paced';
 import { type CommandCost, type CommandStats, commandCosts } from './redis-stats';
 
 export interface LoadSettings {
@@ -7,6 +8,11 @@ export interface LoadSettings {
   warmup: number;
   /** Requests per second over all connections; 0 = unlimited. */
   rate: number;
+  /**
+   * At a fixed rate: spread the requests evenly over each second (an open loop, pacedRun) rather
+   * than autocannon's `overallRate`, which sends each connection's share of a second back to back.
+   */
+  paced?: boolean;
 }
 
 /** One scenario: where to send, and how each request is built (called once per request). */
@@ -49,6 +55,10 @@ export interface Measurement {
   cpuUsPerRequest: { server: number | null; redis: number | null };
   /** Where Redis spent its time during the measured seconds (server-wide, so other clients show up too). */
   redisCommands: CommandCost[];
+  /** A fixed rate spread evenly over each second (pacedRun), not autocannon's bursts. */
+  paced?: boolean;
+  /** A paced run whose generator fell more than 20 ms behind its schedule: by how much. */
+  generatorBehindMs?: number;
 }
 
 export interface Probes {
@@ -57,8 +67,24 @@ export interface Probes {
   commands: () => Promise<CommandStats>;
 }
 
-/** A fixed-duration autocannon run after a warm-up that is not counted. Latencies are in ms. */
+/**
+ * A fixed-duration run after a warm-up that is not counted. Latencies are in ms. autocannon's, in a
+ * closed loop (`rate` 0) or at `overallRate`; with `paced`, an open loop of requests spread evenly
+ * over each second (pacedRun).
+ */
 export async function measure(
+  scenario: Scenario,
+  settings: LoadSettings,
+  probes: Probes,
+): Promise<Measurement> {
+  return settings.rate > 0 && settings.paced
+    ? measurePaced(scenario, settings, probes)
+    : measureAutocannon(scenario, settings, probes);
+}
+
+const headersOf = (scenario: Scenario) => ({ 'content-type': 'application/json', ...scenario.headers });
+
+async function measureAutocannon(
   scenario: Scenario,
   settings: LoadSettings,
   probes: Probes,
@@ -68,7 +94,7 @@ export async function measure(
     url: scenario.origins.map((o) => `${o}${first.path}`),
     connections: settings.connections,
     method: scenario.method,
-    headers: { 'content-type': 'application/json', ...scenario.headers },
+    headers: headersOf(scenario),
     timeout: 10,
     ...(settings.rate > 0 ? { overallRate: settings.rate } : {}),
     requests: [
@@ -118,6 +144,65 @@ export async function measure(
       redis: cpuUs[scenario.redis ?? 'redis'] ?? null,
     },
     redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests.total),
+  };
+}
+
+async function measurePaced(
+  scenario: Scenario,
+  settings: LoadSettings,
+  probes: Probes,
+): Promise<Measurement> {
+  let firstPath: string | undefined;
+  const next = () => {
+    const r = scenario.next();
+    firstPath ??= r.path;
+    return r;
+  };
+  const run = (seconds: number) =>
+    pacedRun({
+      origins: scenario.origins,
+      method: scenario.method,
+      headers: headersOf(scenario),
+      next,
+      rate: settings.rate,
+      seconds,
+      connections: settings.connections,
+      timeoutMs: 10_000,
+    });
+  let warmupRequests = 0;
+  if (settings.warmup > 0) {
+    const warm = await run(settings.warmup);
+    warmupRequests = Math.max(0, warm.requests - warm.non2xx - warm.errors - warm.timeouts);
+  }
+  const [cpuBefore, commandsBefore] = await Promise.all([probes.cpu(), probes.commands()]);
+  const res = await run(settings.duration);
+  const [cpuAfter, commandsAfter] = await Promise.all([probes.cpu(), probes.commands()]);
+  const { cpu, cpuUs } = cpuFigures(cpuBefore, cpuAfter, res.wall, res.requests);
+  const q = (x: number) => quantile(res.latencies, x);
+  return {
+    name: scenario.name,
+    url: `${scenario.method} ${scenario.origins.join(',')}${firstPath ?? ''}`,
+    rate: settings.rate,
+    paced: true,
+    reqPerSec: round(res.requests / res.wall, 0),
+    p50: q(0.5),
+    p90: q(0.9),
+    p99: q(0.99),
+    maxMs: q(1),
+    requests: res.requests,
+    non2xx: res.non2xx,
+    errors: res.errors,
+    timeouts: res.timeouts,
+    statusCodes: res.statusCodes,
+    warmupRequests,
+    cpu,
+    cpuUs,
+    cpuUsPerRequest: {
+      server: cpuUs[scenario.server] ?? null,
+      redis: cpuUs[scenario.redis ?? 'redis'] ?? null,
+    },
+    redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests),
+    ...(res.maxBehindMs > 20 ? { generatorBehindMs: Math.round(res.maxBehindMs) } : {}),
   };
 }
 

@@ -12,7 +12,7 @@ export const TARGETS = {
   maxMachineUs: 350,
   /** Events ÷ baseline throughput, closed loop. */
   minRatio: 0.3,
-  /** Event p99 ÷ baseline p99, both at the fixed rate. */
+  /** Event p99 ÷ baseline p99, both at the fixed rate, evenly paced. */
   maxP99Ratio: 1.3,
   /** Veteran ÷ new users, Redis + API CPU per event, at the fixed rate. */
   maxVeteranRatio: 1.15,
@@ -48,7 +48,7 @@ export function renderTable(rows: Measurement[], baselines: Measurement | Measur
     'µs cpu/req server+redis',
   ];
   const body = rows.map((m) => {
-    const baseline = list.find((b) => b.rate === m.rate);
+    const baseline = list.find((b) => b.rate === m.rate && !!b.paced === !!m.paced);
     return [
       m.name,
       String(m.reqPerSec),
@@ -156,6 +156,9 @@ export interface FigureInputs {
   baselineAtRate: Measurement;
   /** New users at the fixed rate. */
   eventsAtRate: Measurement;
+  /** The baseline and new users at the fixed rate, evenly paced (figure 6). */
+  baselinePaced: Measurement;
+  eventsPaced: Measurement;
   /** Worker process + Postgres CPU per event of the fixed-rate new-user scenario, µs, until drained. */
   writerUs: number | null;
   veteransAtRate: Measurement | Skipped;
@@ -288,12 +291,18 @@ export function issueFigures(i: FigureInputs): Figure[] {
     ),
     row(
       '6',
-      `Event p99 ÷ baseline p99 (${atRate})`,
-      div(ev.p99, i.baselineAtRate.p99),
-      (v) => `${x2(v)} (${ev.p99} ÷ ${i.baselineAtRate.p99} ms)`,
+      `Event p99 ÷ baseline p99 (${atRate}, evenly paced)`,
+      div(i.eventsPaced.p99, i.baselinePaced.p99),
+      (v) => {
+        const bursts = div(ev.p99, i.baselineAtRate.p99);
+        return (
+          `${x2(v)} (${i.eventsPaced.p99} ÷ ${i.baselinePaced.p99} ms; ` +
+          `in autocannon's per-second bursts ${bursts === null ? '?' : x2(bursts)}, ${ev.p99} ÷ ${i.baselineAtRate.p99} ms)`
+        );
+      },
       `≤ ${T.maxP99Ratio}×`,
       (v) => v <= T.maxP99Ratio,
-      [ev, i.baselineAtRate],
+      [i.eventsPaced, i.baselinePaced],
     ),
   );
 

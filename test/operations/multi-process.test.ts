@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { userField } from '../../src/redis/user-hash';
 import { randomBytes } from 'node:crypto';
+import { getPriority } from 'node:os';
 import { Cluster } from 'ioredis';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,6 +38,8 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 2
   throw new Error(`timed out waiting for ${what}: ${String(last)}`);
 }
 
+const roles = new Map<ChildProcess, 'api' | 'worker'>();
+
 function start(role: 'api' | 'worker', port: number) {
   const p = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: {
@@ -54,6 +57,7 @@ function start(role: 'api' | 'worker', port: number) {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   procs.push(p);
+  roles.set(p, role);
 }
 
 beforeAll(async () => {
@@ -93,6 +97,17 @@ async function call(origin: string, key: string, method: string, path: string, b
 }
 
 describe('two API and two worker processes on Redis Cluster', () => {
+  it('runs the worker processes at a lower CPU priority (WORKER_NICE, default 10) and the API processes at ours', async () => {
+    const ours = getPriority();
+    // A worker lowers its priority after connecting; the API processes are ready by now.
+    await waitFor('worker niceness', async () =>
+      procs.every((p) => roles.get(p) === 'api' || getPriority(p.pid!) === Math.max(ours, 10))
+        ? true
+        : undefined,
+    );
+    for (const p of procs) if (roles.get(p) === 'api') expect(getPriority(p.pid!)).toBe(ours);
+  });
+
   it('gives exact totals, correct ranks and complete history for events sent through both APIs in parallel', async () => {
     const [a, b] = origins as [string, string];
     const m = await call(a, admin.key, 'POST', '/admin/v1/metrics', [{ key: 'steps', name: 'Steps' }]);

@@ -88,6 +88,9 @@ describe('bench issue-16 figures', () => {
       },
       { rate, p99: 12 },
     ),
+    // Evenly paced: 3 ÷ 2.5 ms = 1.2x; autocannon's bursts above: 12 ÷ 10 ms.
+    baselinePaced: measurement(rate, {}, { rate, p99: 2.5, paced: true }),
+    eventsPaced: measurement(rate, {}, { rate, p99: 3, paced: true }),
     writerUs: 95,
     // Redis 90 + API 130 = 220 µs against 200 for new users.
     veteransAtRate: measurement(rate, { redis: 0.135, 'laurel-api': 0.195 }, { rate }),
@@ -120,7 +123,9 @@ describe('bench issue-16 figures', () => {
       ['11', null, null],
     ]);
     expect(figures[3]!.measured).toBe('400 µs (bench processes 320 µs)');
-    expect(figures[5]!.measured).toBe('1.20× (12 ÷ 10 ms)');
+    expect(figures[5]!.measured).toBe(
+      "1.20× (3 ÷ 2.5 ms; in autocannon's per-second bursts 1.20×, 12 ÷ 10 ms)",
+    );
     expect(figures[6]!.measured).toBe('1.10× (220 ÷ 200 µs)');
     expect(figures[8]!.measured).toBe('6.8 KiB');
     expect(figures[11]!.skipped).toBe('--no-cluster');
@@ -171,8 +176,19 @@ describe('bench issue-16 figures', () => {
     const fixed = measurement(rate, {}, { name: 'baseline @1500/s', rate });
     const lagging = measurement(1_425, {}, { name: 'events @1500/s', rate });
     const events = measurement(3_000, {}, { name: 'events' });
-    const rows = renderTable([closed, events, fixed, lagging], [closed, fixed]).split('\n').slice(2);
-    expect(rows.map((r) => r.split(/ {2,}/)[5])).toEqual(['1.00x', '0.30x', '1.00x', '0.95x']);
+    const paced = measurement(1_500, {}, { name: 'baseline @1500/s paced', rate, paced: true });
+    const pacedEvents = measurement(1_200, {}, { name: 'events @1500/s paced', rate, paced: true });
+    const rows = renderTable([closed, events, fixed, lagging, paced, pacedEvents], [closed, fixed, paced])
+      .split('\n')
+      .slice(2);
+    expect(rows.map((r) => r.split(/ {2,}/)[5])).toEqual([
+      '1.00x',
+      '0.30x',
+      '1.00x',
+      '0.95x',
+      '1.00x',
+      '0.80x',
+    ]);
   });
 });
 

@@ -26,6 +26,7 @@ describe('loadConfig', () => {
       USER_SHARDS: 256,
       SHUTDOWN_TIMEOUT_MS: 10_000,
       MIGRATE_ON_START: true,
+      WORKER_NICE: 10,
     });
     expect(c.ADMIN_API_KEY).toBeUndefined();
     expect(c.REDIS_CLUSTER_NODES).toBeUndefined();
@@ -54,6 +55,8 @@ describe('loadConfig', () => {
     ['REDIS_KEY_PREFIX', 'has space'],
     ['REDIS_CLUSTER_NODES', 'host-without-port'],
     ['MIGRATE_ON_START', 'yes'],
+    ['WORKER_NICE', '20'],
+    ['WORKER_NICE', '-5'],
   ])('fails with a one-line message naming %s when it is %j', (name, value) => {
     const message = failure({ [name]: value });
     expect(message).not.toContain('\n');
