@@ -26,6 +26,5 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node itself is PID 1 so SIGTERM reaches Laurel's graceful shutdown. `npm start` would not do:
-# npm and its shell exit on SIGTERM without passing it on, leaving the server to be killed. The flags
-# are `npm start`'s (a larger young generation: fewer scavenges per request; README, Performance).
-CMD ["node", "--max-semi-space-size=64", "--import", "tsx", "src/main.ts"]
+# npm and its shell exit on SIGTERM without passing it on, leaving the server to be killed.
+CMD ["node", "--import", "tsx", "src/main.ts"]

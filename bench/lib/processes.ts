@@ -198,15 +198,3 @@ export function signalChild(child: Child, signal: NodeJS.Signals): void {
   if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill(signal);
 }
 
-/**
- * The Node flags `npm start` runs Laurel with: package.json's start script is
- * `node <flags> --import tsx src/main.ts` (the Dockerfile's CMD repeats them), so the bench measures
- * the server as it is deployed.
- */
-export async function startFlags(): Promise<string[]> {
-  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8'));
-  const words = String(pkg.scripts.start).split(/\s+/);
-  const end = words.indexOf('--import');
-  if (words[0] !== 'node' || end < 0) throw new Error(`unexpected start script: ${pkg.scripts.start}`);
-  return words.slice(1, end);
-}
