@@ -197,4 +197,3 @@ export async function postgresCpuSeconds(): Promise<number | null> {
 export function signalChild(child: Child, signal: NodeJS.Signals): void {
   if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill(signal);
 }
-
