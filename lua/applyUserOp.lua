@@ -404,12 +404,10 @@ local function applyOne(KEYS, ARGV, quiet)
       end
     end
     if #applied > 0 then
-      -- The outbox record says so too (board.ap), so the history writer skips their repair look-up.
+      -- The outbox record says so (board.ap), so the history writer does not look these moves up:
+      -- the user hash's r: fields are only for the moves the caller applies itself.
       local moved = {}
-      for _, id in ipairs(applied) do
-        put('r:', id, fmt(seq))
-        moved[id] = true
-      end
+      for _, id in ipairs(applied) do moved[id] = true end
       for _, b in ipairs(boards) do
         if moved[b.id] then b.ap = true end
       end

@@ -21,7 +21,7 @@ export const USER_PARTS = {
   streak: 's:',
   /** boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run before it. */
   boards: 'b:',
-  /** boardId -> seq of the latest op whose board move the API applied (lets the writer skip repairs). */
+  /** boardId -> seq of the latest op whose board move the API applied itself (not the user script's fused moves: their record says so); lets the writer skip repairs. */
   applied: 'r:',
 } as const;
 
