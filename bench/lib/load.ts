@@ -119,7 +119,13 @@ async function measureAutocannon(
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
   const [cpuAfter, commandsAfter] = await Promise.all([probes.cpu(), probes.commands()]);
 
-  const { cpu, cpuUs } = cpuFigures(cpuBefore, cpuAfter, wall, res.requests.total);
+  const costs = costsOf(
+    scenario,
+    [cpuBefore, cpuAfter],
+    [commandsBefore, commandsAfter],
+    wall,
+    res.requests.total,
+  );
   const statusCodes: Record<string, number> = {};
   for (const [code, s] of Object.entries(res.statusCodeStats ?? {})) statusCodes[code] = Number(s.count);
   return {
@@ -137,13 +143,7 @@ async function measureAutocannon(
     timeouts: res.timeouts,
     statusCodes,
     warmupRequests,
-    cpu,
-    cpuUs,
-    cpuUsPerRequest: {
-      server: cpuUs[scenario.server] ?? null,
-      redis: cpuUs[scenario.redis ?? 'redis'] ?? null,
-    },
-    redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests.total),
+    ...costs,
   };
 }
 
@@ -177,7 +177,13 @@ async function measurePaced(
   const [cpuBefore, commandsBefore] = await Promise.all([probes.cpu(), probes.commands()]);
   const res = await run(settings.duration);
   const [cpuAfter, commandsAfter] = await Promise.all([probes.cpu(), probes.commands()]);
-  const { cpu, cpuUs } = cpuFigures(cpuBefore, cpuAfter, res.wall, res.requests);
+  const costs = costsOf(
+    scenario,
+    [cpuBefore, cpuAfter],
+    [commandsBefore, commandsAfter],
+    res.wall,
+    res.requests,
+  );
   const q = (x: number) => quantile(res.latencies, x);
   return {
     name: scenario.name,
@@ -195,14 +201,28 @@ async function measurePaced(
     timeouts: res.timeouts,
     statusCodes: res.statusCodes,
     warmupRequests,
+    ...costs,
+    ...(res.maxBehindMs > 20 ? { generatorBehindMs: Math.round(res.maxBehindMs) } : {}),
+  };
+}
+
+/** A measurement's CPU and Redis figures, from the probes read before and after its measured seconds. */
+function costsOf(
+  scenario: Scenario,
+  [cpuBefore, cpuAfter]: Array<Record<string, number | null>>,
+  [commandsBefore, commandsAfter]: CommandStats[],
+  wall: number,
+  requests: number,
+): Pick<Measurement, 'cpu' | 'cpuUs' | 'cpuUsPerRequest' | 'redisCommands'> {
+  const { cpu, cpuUs } = cpuFigures(cpuBefore!, cpuAfter!, wall, requests);
+  return {
     cpu,
     cpuUs,
     cpuUsPerRequest: {
       server: cpuUs[scenario.server] ?? null,
       redis: cpuUs[scenario.redis ?? 'redis'] ?? null,
     },
-    redisCommands: commandCosts(commandsBefore, commandsAfter, res.requests),
-    ...(res.maxBehindMs > 20 ? { generatorBehindMs: Math.round(res.maxBehindMs) } : {}),
+    redisCommands: commandCosts(commandsBefore!, commandsAfter!, requests),
   };
 }
 
