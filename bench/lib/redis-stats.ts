@@ -217,19 +217,21 @@ export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): P
   const per = (x: number) => Math.round((x / n) * 100) / 100;
   const mine = await memoryUsage(own);
   const history = await memoryUsage(hist);
+  // One pass over the index, counting the sampled users' fields ("<userId>|<length>").
   let longestAt = 0;
   // The global keys do not depend on the shard count.
   const indexKey = new Keys(prefix, 1).global.streakLongestAt;
+  const sampled = new Set(ids);
   for (const node of each(nodes)) {
-    if (!(await node.exists(indexKey))) continue;
-    for (const id of ids) {
-      let cursor = '0';
-      do {
-        const [next, flat] = await node.hscan(indexKey, cursor, 'MATCH', `${id}|*`, 'COUNT', 1000);
-        cursor = next;
-        longestAt += flat.length / 2;
-      } while (cursor !== '0');
-    }
+    let cursor = '0';
+    do {
+      const [next, flat] = await node.hscan(indexKey, cursor, 'COUNT', 1000);
+      cursor = next;
+      for (let i = 0; i < flat.length; i += 2) {
+        const field = flat[i]!;
+        if (sampled.has(field.slice(0, field.lastIndexOf('|')))) longestAt++;
+      }
+    } while (cursor !== '0');
   }
   return {
     users: ids.length,

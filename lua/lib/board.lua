@@ -8,9 +8,7 @@
 
 -- "<changedAt, 15 digits zero-padded>|<userId>" (changedAt: ms, 13 digits until the year 2286).
 local function boardMember(changedAt, id)
-  local s = fmt(changedAt)
-  if #s < 15 then s = string.rep('0', 15 - #s) .. s end
-  return s .. '|' .. id
+  return zeroPad(fmt(changedAt), 15) .. '|' .. id
 end
 
 -- "value|changedAt|group|seq|expires" (KEYS[1]'s values): value, changedAt, group, seq, expires.

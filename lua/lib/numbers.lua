@@ -29,6 +29,12 @@ local function fmt(n)
   return s
 end
 
+-- Digits s left-padded with zeros to `width` (no printf: string.format costs more per call).
+local function zeroPad(s, width)
+  if #s < width then return string.rep('0', width - #s) .. s end
+  return s
+end
+
 local function num(s, default)
   if s == nil or s == false then return default end
   return tonumber(s)

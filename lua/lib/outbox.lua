@@ -3,12 +3,12 @@
 -- history writer and rebuild need, w = the id of the wire objects at commit (wire_snapshots; when the
 -- op has points or level news).
 
+--!include lib/numbers.lua
+
 -- Redis TIME in µs as a decimal string: the commit order of records across processes.
 local function commitOrder()
   local t = redis.call('TIME')
-  local us = t[2]
-  if #us < 6 then us = string.rep('0', 6 - #us) .. us end
-  return t[1] .. us
+  return t[1] .. zeroPad(t[2], 6)
 end
 
 local function appendOutbox(key, record, extra, wire)

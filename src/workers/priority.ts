@@ -7,16 +7,13 @@ import type { Logger } from '../logger';
  * webhook sender work in bursts (a pass parses hundreds of records at once), and on a host shared with
  * the API, Redis and Postgres those bursts would otherwise take the cores from requests and show up
  * as their tail latency. The writer's lag is exported (laurel_history_lag_seconds) if it ever falls
- * behind. Returns the niceness in effect.
+ * behind.
  */
-export function lowerPriority(nice: number, logger: Pick<Logger, 'warn'>): number {
-  const current = getPriority();
-  if (nice <= current) return current;
+export function lowerPriority(nice: number, logger: Pick<Logger, 'warn'>): void {
+  if (nice <= getPriority()) return;
   try {
     setPriority(nice);
-    return nice;
   } catch (err) {
     logger.warn({ err, nice }, 'could not lower the worker process priority');
-    return current;
   }
 }
