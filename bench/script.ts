@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
+import { acceptBatch, processBatch } from '../src/services/batch-events';
 import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
 import { startWorkers } from '../src/workers';
 import { freePort } from './lib/processes';
@@ -31,7 +32,7 @@ import { userId, ZONES } from './lib/seed';
 interface Options {
   events: number;
   rounds: number;
-  mode: 'single' | 'batch';
+  mode: 'single' | 'batch' | 'batches';
   callgrind: boolean;
   writer: boolean;
   profile: string | null;
@@ -56,11 +57,11 @@ function parse(argv: string[]): Options {
     else if (a === '--profile') o.profile = argv[++i] ?? null;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch, --callgrind, --writer, --profile FILE)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --writer, --profile FILE)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
-  if (o.mode !== 'single' && o.mode !== 'batch') throw new Error('--mode is single or batch');
+  if (!['single', 'batch', 'batches'].includes(o.mode)) throw new Error('--mode is single, batch or batches');
   if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
   return o;
 }
@@ -167,7 +168,19 @@ async function main(): Promise<void> {
     const round = async () => {
       const first = next;
       next += opts.events;
-      if (opts.mode === 'batch') {
+      if (opts.mode === 'batches') {
+        // Whole batches of 100 through the batch service, as POST /admin/v1/metrics/events runs them:
+        // acceptance, the script calls, the progress record and the reply markers' removal.
+        for (let c = first; c < first + opts.events; c += 100) {
+          const items = Array.from({ length: Math.min(100, first + opts.events - c) }, (_, k) => ({
+            m: seeded.metricId,
+            u: op(c + k).user,
+            v: 1_000_000,
+          }));
+          const outcome = await processBatch(deps, await acceptBatch(deps, items));
+          if (outcome !== 'done') throw new Error(`a batch ended ${outcome}`);
+        }
+      } else if (opts.mode === 'batch') {
         // Chunks of 100 items in multi-op calls of 25, as src/services/batch-events.ts sends them.
         for (let c = first; c < first + opts.events; c += 100) {
           const ops = Array.from({ length: Math.min(100, first + opts.events - c) }, (_, k) => op(c + k));
@@ -215,7 +228,12 @@ async function main(): Promise<void> {
       perEvent: Math.round(median),
       unit,
     };
-    let sentence = `user script (${opts.mode === 'batch' ? 'batch items, multi-op calls of 25' : 'single events'}): ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users)`;
+    const what = {
+      single: 'user script (single events)',
+      batch: 'user script (batch items, multi-op calls of 25)',
+      batches: 'batches of 100 (acceptance, script calls, progress, markers)',
+    }[opts.mode];
+    let sentence = `${what}: ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users)`;
     if (opts.writer) {
       const total = next;
       const running: { workers?: ReturnType<typeof startWorkers> } = {};

@@ -18,7 +18,9 @@ KEYS[1] the user hash: profile fields and every other part of the user's state u
 KEYS[2] idempotency hash (the current window bucket, or the forever hash)
 KEYS[3] shard outbox stream
 KEYS[4] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
-        returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts)
+        returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts),
+        or with input.mf the hash holding it in field input.mf (a batch's markers on a single Redis,
+        removed with its chunk's progress record: lua/batchProgress.lua)
 KEYS[5] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[6] the user's streak period history (string; lib/streak.lua)
 KEYS[6 + i] recent awards list of plan.systems[i]
@@ -111,12 +113,14 @@ end
 local function applyOne(KEYS, ARGV, quiet)
   local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
-  -- A retried call of an op that already committed (its reply was lost with the connection).
-  local committed = redis.call('GET', K_OP)
+  local input = cjson.decode(ARGV[2])
+  -- A retried call of an op that already committed (its reply was lost with the connection), or a
+  -- resumed batch item.
+  local committed
+  if input.mf then committed = redis.call('HGET', K_OP, input.mf) else committed = redis.call('GET', K_OP) end
   if committed then return committed end
 
   local plan = type(ARGV[1]) == 'table' and ARGV[1] or planOf(ARGV[1])
-  local input = cjson.decode(ARGV[2])
   local ctx = contextOf(ARGV[4])
   local op, now, user = input.op, input.now, input.user
   local metricId = plan.metricId
@@ -478,7 +482,11 @@ local function applyOne(KEYS, ARGV, quiet)
   -- 'd': nothing is left to the caller of a quiet op (every board moved here), so the record need not
   -- travel back, and the reply marker (what a resumed batch item is answered) need not hold it either.
   if quiet and not left then reply = 'd' end
-  redis.call('SET', K_OP, reply, 'PX', fmt(input.markMs or 10000))
+  if input.mf then
+    redis.call('HSET', K_OP, input.mf, reply)
+  else
+    redis.call('SET', K_OP, reply, 'PX', fmt(input.markMs or 10000))
+  end
   return reply
 end
 

@@ -7,7 +7,9 @@ KEYS[1] sorted set of unfinished batches (batch id -> lease expiry ms)
 KEYS[2] the batch's hash (items JSON, n, done, owner)
 ARGV[1] batch id   ARGV[2] now (ms)   ARGV[3] leaseUntil (ms)
 
-Reply: false when the batch is not due (or gone); else {owner token, done, items JSON}.
+Reply: false when the batch is not due (or gone); else {owner token, done, items JSON, mk} (mk '1': its
+items' reply markers are fields of the batch's markers hash; '': keys of their own, as batches accepted
+on a Cluster or by an earlier version keep them).
 ]]
 local K_PENDING, K_BATCH = KEYS[1], KEYS[2]
 local id, now, leaseUntil = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -20,5 +22,5 @@ if redis.call('EXISTS', K_BATCH) == 0 then
 end
 local owner = redis.call('HINCRBY', K_BATCH, 'owner', 1)
 redis.call('ZADD', K_PENDING, leaseUntil, id)
-local f = redis.call('HMGET', K_BATCH, 'done', 'items')
-return { owner, f[1], f[2] }
+local f = redis.call('HMGET', K_BATCH, 'done', 'items', 'mk')
+return { owner, f[1], f[2], f[3] or '' }

@@ -32,6 +32,11 @@ export type UserOp =
       opId?: string | undefined;
       /** How long the reply marker is kept (ms); default 10 s. */
       markMs?: number | undefined;
+      /**
+       * The hash holding the reply marker, under the op id, instead of a key of its own (a batch's
+       * markers on a single Redis: src/services/batch-events.ts).
+       */
+      markHash?: string | undefined;
     }
   | { kind: 'complete'; achievementId: string; user: UserInput }
   | { kind: 'upsert'; user: UserInput; mustExist?: boolean }

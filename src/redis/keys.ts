@@ -166,6 +166,11 @@ export class Keys {
       pending: `${this.prefix}:{batch}:pending`,
       /** Hash of one batch: items (JSON), n, done (items before it are committed), owner (token). */
       batch: (batchId: string) => `${this.prefix}:{batch}:b:${batchId}`,
+      /**
+       * Hash of one batch's reply markers on a single Redis (op id -> reply; lua/applyUserOp.lua
+       * input.mf): the running chunk's, removed when its progress is recorded (lua/batchProgress.lua).
+       */
+      marks: (batchId: string) => `${this.prefix}:{batch}:m:${batchId}`,
       /** Hash of one dashboard import (its batches, for the progress page); expires after a day. */
       dashboardImport: (importId: string) => `${this.prefix}:{batch}:import:${importId}`,
     };

@@ -34,7 +34,10 @@ declare module 'ioredis' {
     /** One op: its reply; "__multi": one reply per op (src/redis/user-script.ts oneReply / replyList). */
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<[number, string, string] | null, Context>;
+    claimBatch(
+      numKeys: number,
+      ...keysAndArgs: string[]
+    ): Result<[number, string, string, string] | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;

@@ -62,6 +62,8 @@ export interface UserScriptInput {
   fromIdx?: number | undefined;
   /** How long the reply marker is kept (ms; default 10 s). */
   markMs?: number | undefined;
+  /** The reply marker's field in KEYS[4], a hash (a batch item's on a single Redis). */
+  mf?: string | undefined;
   /** A replay (src/simulations/): no outbox entry. */
   noHistory?: boolean | undefined;
 }

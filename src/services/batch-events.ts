@@ -11,7 +11,10 @@ import { runUserOp, runUserOps, type UserInput, type UserOp } from './user-op';
  * slot), then processed chunk by chunk. Durability and ordering:
  * - Each item's event id is derived from the batch id and its index, so a resumed item has the same
  *   op id; the user script answers an op it already committed from its reply marker instead of
- *   applying it again. Batch items keep their markers until their chunk is recorded.
+ *   applying it again. Batch items keep their markers until their chunk is recorded: on a single
+ *   Redis as fields of one hash per batch (keys.batches.marks), removed by the chunk's progress record
+ *   in the same script; on a Cluster (and for batches accepted before that hash existed) as keys of
+ *   their own in the user's slot, removed after the record.
  * - `done` (every item before it is committed) is recorded after each chunk, with the lease renewed,
  *   by lua/batchProgress.lua, only while this processor still owns the batch.
  * - A processor that dies leaves its lease to expire; any process's BatchResumer (src/workers/batches.ts)
@@ -38,6 +41,8 @@ export interface AcceptedBatch {
   owner: string;
   done: number;
   items: BatchItem[];
+  /** The items' reply markers are fields of the batch's markers hash (else keys of their own). */
+  marks: boolean;
 }
 
 /** Reply markers of batch items outlive any plausible wait for a resume (they are deleted per chunk). */
@@ -72,6 +77,8 @@ export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<Accep
   const k = deps.keys.batches;
   const now = deps.clock.now();
   const leaseEnd = Date.now() + deps.config.BATCH_LEASE_MS;
+  // A Cluster keeps per-item marker keys: a user's script cannot write the batch's slot.
+  const marks = !isCluster(deps.redis);
   try {
     const res = await deps.redis
       .multi()
@@ -81,6 +88,7 @@ export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<Accep
         done: '0',
         owner: '1',
         at: String(now),
+        ...(marks ? { mk: '1' } : {}),
       })
       .zadd(k.pending, String(leaseEnd), id)
       .exec();
@@ -90,7 +98,7 @@ export async function acceptBatch(deps: Deps, items: BatchItem[]): Promise<Accep
     if (NOT_SENT.test((err as Error).message) || !(await wasAccepted(deps, id, leaseEnd)))
       throw unavailable();
   }
-  return { id, owner: '1', done: 0, items };
+  return { id, owner: '1', done: 0, items, marks };
 }
 
 /** ioredis's refusal to write a command on a connection that is not writable (nothing was sent). */
@@ -141,9 +149,10 @@ export async function processBatch(
   let lost = false;
   const record = async (upTo: number) => {
     const r = await deps.redis.batchProgress(
-      2,
+      3,
       k.pending,
       k.batch(batch.id),
+      k.marks(batch.id),
       batch.id,
       batch.owner,
       String(upTo),
@@ -168,7 +177,7 @@ export async function processBatch(
       const ok = await runChunk(deps, batch, done, end);
       if (!ok) return 'interrupted';
       if (!(await record(end))) return 'lost';
-      await forgetMarkers(deps, batch, done, end);
+      if (!batch.marks) await forgetMarkers(deps, batch, done, end);
       done = end;
     }
     return 'done';
@@ -204,7 +213,7 @@ async function runChunk(deps: Deps, batch: AcceptedBatch, from: number, to: numb
           calls.push(
             runUserOps(
               deps,
-              part.map((i) => itemOp(batch, i)),
+              part.map((i) => itemOp(deps, batch, i)),
             ).then((results) =>
               results.forEach((err, j) => {
                 if (err) refused(deps, batch, part[j]!, err);
@@ -220,7 +229,7 @@ async function runChunk(deps: Deps, batch: AcceptedBatch, from: number, to: numb
       chains.map(async (indexes) => {
         for (const i of indexes) {
           try {
-            await runUserOp(deps, itemOp(batch, i));
+            await runUserOp(deps, itemOp(deps, batch, i));
           } catch (err) {
             if (isUnavailable(err)) throw err;
             refused(deps, batch, i, err as Error);
@@ -241,7 +250,7 @@ const MULTI_OPS = 25;
 const isUnavailable = (err: unknown) =>
   isInfrastructureError(err) || (err as { code?: string })?.code === 'UNAVAILABLE';
 
-function itemOp(batch: AcceptedBatch, i: number): UserOp {
+function itemOp(deps: Deps, batch: AcceptedBatch, i: number): UserOp {
   const item = batch.items[i]!;
   return {
     kind: 'event',
@@ -252,6 +261,7 @@ function itemOp(batch: AcceptedBatch, i: number): UserOp {
     idempotencyKey: item.k,
     opId: itemId(batch, i),
     markMs: MARK_MS,
+    markHash: batch.marks ? deps.keys.batches.marks(batch.id) : undefined,
   };
 }
 
@@ -290,8 +300,14 @@ export async function claimExpiredBatch(deps: Deps): Promise<AcceptedBatch | nul
       String(now + deps.config.BATCH_LEASE_MS),
     );
     if (!r) continue;
-    const [owner, done, items] = r;
-    return { id, owner: String(owner), done: Number(done), items: JSON.parse(items) as BatchItem[] };
+    const [owner, done, items, mk] = r;
+    return {
+      id,
+      owner: String(owner),
+      done: Number(done),
+      items: JSON.parse(items) as BatchItem[],
+      marks: mk === '1',
+    };
   }
   return null;
 }

@@ -215,7 +215,7 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     keys.hash,
     idemKeys?.current ?? keys.idempotency,
     keys.outbox,
-    keys.op(opId),
+    (op.kind === 'event' && op.opId && op.markHash) || keys.op(opId),
     keys.users,
     keys.streakHistory,
     ...systemKeys,
@@ -325,6 +325,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     slot: op.kind === 'freeze' ? op.slot : undefined,
     fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
     markMs: op.kind === 'event' ? op.markMs : undefined,
+    mf: op.kind === 'event' && op.opId && op.markHash ? op.opId : undefined,
     noHistory: deps.history === false ? true : undefined,
   };
   return { keys, input: JSON.stringify(input), context, date, periodIdx, boosts };

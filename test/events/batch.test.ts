@@ -3,6 +3,7 @@ import { userField } from '../../src/redis/user-hash';
 import { idempotencyField, keyedEventId } from '../../src/engine/idempotency';
 import { acceptBatch, batchEventId, processBatch } from '../../src/services/batch-events';
 import { runUserOp } from '../../src/services/user-op';
+import { isCluster } from '../../src/redis/client';
 import { BatchResumer } from '../../src/workers/batches';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
@@ -289,6 +290,8 @@ describe('event batches: durability', () => {
       v: 1_000_000,
     }));
     const accepted = await acceptBatch(t.deps, items);
+    // A single Redis keeps the batch's reply markers in one hash (a Cluster in per-item keys).
+    expect(accepted.marks).toBe(!isCluster(t.deps.redis));
     // The "crashed" processor committed the first 10 items (and recorded nothing).
     for (let i = 0; i < 10; i++) {
       await runUserOp(t.deps, {
@@ -298,13 +301,18 @@ describe('event batches: durability', () => {
         valueMicros: 1_000_000,
         opId: batchEventId(accepted.id, i),
         markMs: 600_000,
+        markHash: accepted.marks ? t.deps.keys.batches.marks(accepted.id) : undefined,
       });
+    }
+    if (accepted.marks) {
+      expect(await t.deps.redis.hlen(t.deps.keys.batches.marks(accepted.id))).toBe(10);
     }
     // Its lease expires; a resumer of any process takes the batch over.
     await t.deps.redis.zadd(t.deps.keys.batches.pending, '0', accepted.id);
     expect(await new BatchResumer(t.deps).pass()).toBe(1);
     for (let u = 0; u < 3; u++) expect(await total(`r-${u}`)).toBe(10);
     expect(await t.deps.redis.exists(t.deps.keys.batches.batch(accepted.id))).toBe(0);
+    expect(await t.deps.redis.exists(t.deps.keys.batches.marks(accepted.id))).toBe(0);
     expect(await t.deps.redis.zscore(t.deps.keys.batches.pending, accepted.id)).toBeNull();
     await t.settle();
     const n = (
@@ -333,6 +341,76 @@ describe('event batches: durability', () => {
     // The new owner finishes it; items the stale owner already ran are answered from their markers.
     expect(await processBatch(t.deps, { ...stale, owner: '2' })).toBe('done');
     for (let i = 0; i < 4; i++) expect(await total(`f-${i}`)).toBe(1);
+  });
+});
+
+describe('event batches: reply markers on a single Redis', () => {
+  it("keeps the running chunk's markers through a lease renewal and drops them with its progress record", async () => {
+    if (isCluster(t.deps.redis)) return;
+    const k = t.deps.keys.batches;
+    const items = Array.from({ length: 4 }, (_, i) => ({ m: metricId, u: { id: `mk-${i}` }, v: 1_000_000 }));
+    const accepted = await acceptBatch(t.deps, items);
+    const op = (i: number) => ({
+      kind: 'event' as const,
+      metricId,
+      user: items[i]!.u,
+      valueMicros: 1_000_000,
+      opId: batchEventId(accepted.id, i),
+      markHash: k.marks(accepted.id),
+    });
+    await runUserOp(t.deps, op(0));
+    await runUserOp(t.deps, op(1));
+    // The same item again (a resumed chunk): answered from its marker, applied once.
+    await runUserOp(t.deps, op(1));
+    expect(await total('mk-1')).toBe(1);
+    expect(await t.deps.redis.exists(t.deps.keys.user('mk-0').op(batchEventId(accepted.id, 0)))).toBe(0);
+    const progress = (done: number) =>
+      t.deps.redis.batchProgress(
+        3,
+        k.pending,
+        k.batch(accepted.id),
+        k.marks(accepted.id),
+        accepted.id,
+        '1',
+        String(done),
+        String(Date.now() + 60_000),
+      );
+    // A renewal (done unchanged): the chunk is still running, its markers stay.
+    expect(await progress(0)).toBe(1);
+    expect(await t.deps.redis.hlen(k.marks(accepted.id))).toBe(2);
+    // The chunk's record: its markers go with it, in the same script.
+    expect(await progress(2)).toBe(1);
+    expect(await t.deps.redis.exists(k.marks(accepted.id))).toBe(0);
+    expect(await t.deps.redis.hget(k.batch(accepted.id), 'done')).toBe('2');
+    // The last record removes the batch (and any markers left).
+    await runUserOp(t.deps, op(2));
+    expect(await progress(4)).toBe(1);
+    expect(await t.deps.redis.exists(k.batch(accepted.id), k.marks(accepted.id))).toBe(0);
+    expect(await t.deps.redis.zscore(k.pending, accepted.id)).toBeNull();
+  });
+
+  it('resumes a batch accepted with per-item marker keys (before the markers hash) from those keys', async () => {
+    const items = Array.from({ length: 6 }, (_, i) => ({
+      m: metricId,
+      u: { id: `old-${i % 2}` },
+      v: 1_000_000,
+    }));
+    const accepted = await acceptBatch(t.deps, items);
+    await t.deps.redis.hdel(t.deps.keys.batches.batch(accepted.id), 'mk');
+    for (let i = 0; i < 3; i++) {
+      await runUserOp(t.deps, {
+        kind: 'event',
+        metricId,
+        user: items[i]!.u,
+        valueMicros: 1_000_000,
+        opId: batchEventId(accepted.id, i),
+        markMs: 600_000,
+      });
+    }
+    await t.deps.redis.zadd(t.deps.keys.batches.pending, '0', accepted.id);
+    expect(await new BatchResumer(t.deps).pass()).toBe(1);
+    expect(await total('old-0')).toBe(3);
+    expect(await total('old-1')).toBe(3);
   });
 });
 
