@@ -53,8 +53,11 @@ Nothing is written before every error check has passed.
 
 Several ops in one call (single Redis only: their users' keys are in different slots; used by event
 batches, src/services/batch-events.ts): ARGV[1] = "__multi", ARGV[2] = the plan, ARGV[3] = the wire
-id (or JSON), then three arguments per op: its key count, its input JSON and its context JSON; KEYS =
-each op's keys in turn. Reply: the array of the ops' replies, in order. Each op is applied as if called alone
+id (or JSON), then groups of ops that share a context and the boards' keys, each sent once: per group
+its op count, its board key count and its context JSON, then per op its own key count (KEYS[1 .. 6 +
+systems] above), its older idempotency buckets' key count (0 or 2) and its input JSON; KEYS = per
+group the boards' keys, then each op's own keys and older buckets in turn. Reply: the array of the
+ops' replies, in order. Each op is applied as if called alone
 (its own reply marker), but its fused board moves carry no threshold (no response is built from them),
 and its reply is 'r' for an idempotency replay, 'd' for a record whose board moves were all made here,
 else as above.
@@ -495,13 +498,25 @@ local function run(KEYS, ARGV)
   local plan = planOf(ARGV[2])
   local wire = ARGV[3]
   local replies = {}
-  local at = 0
-  for i = 4, #ARGV, 3 do
-    local n = tonumber(ARGV[i])
-    local K = {}
-    for j = 1, n do K[j] = KEYS[at + j] end
-    at = at + n
-    replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 1], wire, ARGV[i + 2] }, true)
+  local at, i = 0, 4
+  -- Groups of ops sharing a context and the boards' keys (sent once per group).
+  while i <= #ARGV do
+    local nOps, nTail, ctx = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
+    local tail = {}
+    for j = 1, nTail do tail[j] = KEYS[at + j] end
+    at = at + nTail
+    i = i + 3
+    for _ = 1, nOps do
+      -- An op's keys as applyOne reads them: its own, the group's, then its older idempotency buckets.
+      local nOwn, nExtra = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+      local K = {}
+      for j = 1, nOwn do K[j] = KEYS[at + j] end
+      for j = 1, nTail do K[nOwn + j] = tail[j] end
+      for j = 1, nExtra do K[nOwn + nTail + j] = KEYS[at + nOwn + j] end
+      at = at + nOwn + nExtra
+      replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 2], wire, ctx }, true)
+      i = i + 3
+    end
   end
   return replies
 end

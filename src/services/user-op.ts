@@ -464,6 +464,37 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
 }
 
 /**
+ * The KEYS and op arguments of one "__multi" call (lua/applyUserOp.lua): ops that share a context and
+ * the boards' keys (the same day and runs) form a group that sends them once, each op its own keys,
+ * older idempotency buckets and input (a JSON string of its own, not a list the script would decode
+ * twice). `order`: the ops' positions in the call's order (the replies' order).
+ */
+function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: string[]; order: number[] } {
+  const groups = new Map<string, { tail: string[]; context: string; members: number[] }>();
+  ops.forEach(([p, a], j) => {
+    const tail = a.keys.slice(p.allKeys.length, a.keys.length - p.olderIdemKeys.length);
+    const id = `${a.context}\n${tail.join('\n')}`;
+    const g = groups.get(id);
+    if (g) g.members.push(j);
+    else groups.set(id, { tail, context: a.context, members: [j] });
+  });
+  const keys: string[] = [];
+  const list: string[] = [];
+  const order: number[] = [];
+  for (const g of groups.values()) {
+    keys.push(...g.tail);
+    list.push(String(g.members.length), String(g.tail.length), g.context);
+    for (const j of g.members) {
+      const [p, a] = ops[j]!;
+      keys.push(...p.allKeys, ...p.olderIdemKeys);
+      list.push(String(p.allKeys.length), String(p.olderIdemKeys.length), a.input);
+      order.push(j);
+    }
+  }
+  return { keys, list, order };
+}
+
+/**
  * Applies ops of different users in one script call per plan (single Redis only; lua/applyUserOp.lua
  * "__multi"): the plan is sent and decoded once, and the calls of a batch chunk overlap. Each op is
  * committed on its own, as runUserOp would; an op that must be retried (time zone) goes through
@@ -482,21 +513,19 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
   await Promise.all(
     [...byPlan].map(async ([compiled, indexes]) => {
       const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
-      const keys = attempts.flatMap((a) => a.keys);
-      // Each op's key count, input and context as arguments of their own (not a JSON list of JSON
-      // strings, which the script would decode twice).
-      const list = attempts.flatMap((a) => [String(a.keys.length), a.input, a.context]);
+      const { keys, list, order } = multiArgs(indexes.map((i, j) => [prepared[i]!, attempts[j]!]));
       const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
         deps.redis.applyUserOp(keys.length, ...keys, '__multi', compiled.json, wire, ...list).then(replyList),
       );
       await Promise.all(
-        indexes.map(async (i, j) => {
+        order.map(async (j, r) => {
+          const i = indexes[j]!;
           try {
             const p = prepared[i]!;
-            const quiet = quietOutcome(replies[j]!);
+            const quiet = quietOutcome(replies[r]!);
             if (quiet !== 'full') committed(p, quiet === 'done');
-            else if ((await finishOp(deps, p, attempts[j]!, replies[j]!)) === 'retry')
+            else if ((await finishOp(deps, p, attempts[j]!, replies[r]!)) === 'retry')
               await runUserOp(deps, ops[i]!);
           } catch (err) {
             if (isInfrastructureError(err)) throw err;

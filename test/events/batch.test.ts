@@ -4,6 +4,7 @@ import { idempotencyField, keyedEventId } from '../../src/engine/idempotency';
 import { acceptBatch, batchEventId, processBatch } from '../../src/services/batch-events';
 import { runUserOp } from '../../src/services/user-op';
 import { isCluster } from '../../src/redis/client';
+import { localDate } from '../../src/engine/periods';
 import { BatchResumer } from '../../src/workers/batches';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
@@ -170,6 +171,53 @@ describe('POST /admin/v1/metrics/events: processing', () => {
       new Map([...expected].filter(([id]) => users.find((u) => u.id === id)!.plan === 'pro')),
     );
     expect(pro.map((r: any) => r.rank)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('groups the items of one script call by day and board run: each lands on its own run, once', async () => {
+    const [swims] = await adminCreate(t, '/metrics', [{ key: 'swims', name: 'Swims' }]);
+    const [board] = await adminCreate(t, '/leaderboards', [
+      {
+        key: 'swims-daily',
+        name: 'Swims today',
+        rankBy: 'metric',
+        metricId: swims.id,
+        start: '2025-01-01',
+        runUnit: 'day',
+        runInterval: 1,
+        status: 'active',
+      },
+    ]);
+    // UTC+14 and UTC-11 are always on different local dates (UTC shares one of them part of the day):
+    // two or three groups in every multi-op call.
+    const zones = ['Pacific/Kiritimati', 'Pacific/Pago_Pago', 'UTC'];
+    const items = Array.from({ length: 12 }, (_, k) => ({
+      key: 'swims',
+      user: { id: `zone-${k % 3}`, tz: zones[k % 3] },
+      value: 1 + (k % 4),
+      idempotencyKey: `swim-${k}`,
+    }));
+    const spy = vi.spyOn(t.deps.redis, 'applyUserOp');
+    try {
+      expect((await batch(items)).status).toBe(202);
+      // Four waves of three users, one call each.
+      expect(spy.mock.calls.length).toBe(4);
+    } finally {
+      spy.mockRestore();
+    }
+    // Replayed keys change nothing.
+    expect((await batch(items)).status).toBe(202);
+    for (let u = 0; u < 3; u++) {
+      const sum = items.filter((_, k) => k % 3 === u).reduce((a, it) => a + it.value, 0);
+      expect(await total(`zone-${u}`, swims.id)).toBe(sum);
+      const run = localDate(t.clock.now(), zones[u]!);
+      // The user's value on its own day's run, and that run's ranking holds the users of that day
+      // only (the moves the script made went to the run of the op's group).
+      expect(await t.deps.redis.hget(t.deps.keys.user(`zone-${u}`).hash, userField('boards', board.id))).toBe(
+        `${run}|${sum * 1e6}`,
+      );
+      const sameDay = zones.filter((z) => localDate(t.clock.now(), z) === run).length;
+      expect(await t.deps.redis.zcard(t.deps.keys.board(board.id).ranking(run, ''))).toBe(sameDay);
+    }
   });
 
   it('skips items whose idempotencyKey was already used for the same user and metric', async () => {
