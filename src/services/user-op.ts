@@ -186,6 +186,8 @@ interface PreparedOp {
   /** The zone the next attempt assumes, and the stored zone before this request. */
   tz: string;
   prevTz: string;
+  /** The zone this process knew for the user when the op was prepared (refreshed when it differs). */
+  cachedTz: string | undefined;
 }
 
 function prepareOp(deps: Deps, op: UserOp): PreparedOp {
@@ -235,9 +237,10 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
         }
       : undefined;
   const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
-  const tz = op.user.tz ?? tzCache.get(op.user.id) ?? 'UTC';
   // The stored zone before this request (checked by the script when the request changes it).
-  const prevTz = tzCache.get(op.user.id) ?? 'UTC';
+  const cachedTz = tzCache.get(op.user.id);
+  const prevTz = cachedTz ?? 'UTC';
+  const tz = op.user.tz ?? prevTz;
   return {
     op,
     snap,
@@ -252,6 +255,7 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
     ids,
     tz,
     prevTz,
+    cachedTz,
   };
 }
 
@@ -335,7 +339,7 @@ type Attempt = ReturnType<typeof attemptOf>;
 
 /** What a committed op teaches this process: the user's zone, and its display name when it stored one. */
 function committed(p: PreparedOp, stored: boolean): void {
-  tzCache.set(p.op.user.id, p.tz);
+  if (p.cachedTz !== p.tz) tzCache.set(p.op.user.id, p.tz);
   // A replay stored nothing, so only a processed op may refresh the cached display name.
   if (stored && p.op.user.name !== undefined) rememberUserName(p.op.user.id, p.op.user.name);
 }
