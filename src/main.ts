@@ -9,6 +9,8 @@ import { migrateLayout } from './redis/layout';
 import { answerMetricsRequests, startMetricsServer } from './metrics/server';
 import { startWorkers } from './workers';
 import { lowerPriority } from './workers/priority';
+import { createLogger } from './logger';
+import { installProcessGuards } from './process-guards';
 import { cancelLocalSimulations } from './simulations/runs';
 
 let config: ReturnType<typeof loadConfig>;
@@ -19,11 +21,14 @@ try {
   process.exit(1);
 }
 
+const logger = createLogger(config.LOG_LEVEL);
+installProcessGuards(logger);
+
 // Several API processes behind one port: the primary forks them (each a ROLE=api process sharing
 // the listening socket) and runs the background workers itself unless ROLE=api.
 const forkApis = config.API_PROCESSES > 1 && config.ROLE !== 'worker' && cluster.isPrimary;
 if (config.MIGRATE_ON_START && cluster.isPrimary) await runMigrations(config.DATABASE_URL);
-const deps = await createDeps(config);
+const deps = await createDeps(config, { logger });
 // Redis data of an earlier layout is brought to this one before anything serves (one GET once done).
 if (cluster.isPrimary) {
   const moved = await migrateLayout(deps);

@@ -28,16 +28,16 @@ export const SCRIPT_NAMES = [
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
+/** lua/claimBatch.lua's reply: owner token, done, items JSON, mk ('1': markers in the batch's hash). */
+type ClaimedBatch = [owner: number, done: string, items: string, mk: string];
+
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     /** One op: its reply; "__multi": one reply per op (src/redis/user-script.ts oneReply / replyList). */
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    claimBatch(
-      numKeys: number,
-      ...keysAndArgs: string[]
-    ): Result<[number, string, string, string] | null, Context>;
+    claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<ClaimedBatch | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;

@@ -474,13 +474,15 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
  * twice). `order`: the ops' positions in the call's order (the replies' order).
  */
 function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: string[]; order: number[] } {
+  // The context names the boards and runs the boards' keys are of (contextJson): one key set per context.
   const groups = new Map<string, { tail: string[]; context: string; members: number[] }>();
   ops.forEach(([p, a], j) => {
-    const tail = a.keys.slice(p.allKeys.length, a.keys.length - p.olderIdemKeys.length);
-    const id = `${a.context}\n${tail.join('\n')}`;
-    const g = groups.get(id);
+    const g = groups.get(a.context);
     if (g) g.members.push(j);
-    else groups.set(id, { tail, context: a.context, members: [j] });
+    else {
+      const tail = a.keys.slice(p.allKeys.length, a.keys.length - p.olderIdemKeys.length);
+      groups.set(a.context, { tail, context: a.context, members: [j] });
+    }
   });
   const keys: string[] = [];
   const list: string[] = [];
