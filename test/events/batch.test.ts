@@ -19,6 +19,20 @@ const total = async (user: string, mid = metricId) =>
 const points = async (user: string) =>
   Number((await t.deps.redis.hget(t.deps.keys.user(user).hash, userField('points', sysId))) ?? '0');
 
+/**
+ * Item `i` of an accepted batch as its processor runs it (a value of 1): its reply marker in
+ * `markHash` (a single Redis's batch hash) or in a key of its own.
+ */
+const itemOp = (batchId: string, user: { id: string }, i: number, markHash?: string) => ({
+  kind: 'event' as const,
+  metricId,
+  user,
+  valueMicros: 1_000_000,
+  opId: batchEventId(batchId, i),
+  markMs: 600_000,
+  markHash,
+});
+
 beforeAll(async () => {
   t = await createTestServer();
   [{ id: metricId }] = await adminCreate(t, '/metrics', [{ key: 'steps', name: 'Steps' }]);
@@ -341,17 +355,8 @@ describe('event batches: durability', () => {
     // A single Redis keeps the batch's reply markers in one hash (a Cluster in per-item keys).
     expect(accepted.marks).toBe(!isCluster(t.deps.redis));
     // The "crashed" processor committed the first 10 items (and recorded nothing).
-    for (let i = 0; i < 10; i++) {
-      await runUserOp(t.deps, {
-        kind: 'event',
-        metricId,
-        user: items[i]!.u,
-        valueMicros: 1_000_000,
-        opId: batchEventId(accepted.id, i),
-        markMs: 600_000,
-        markHash: accepted.marks ? t.deps.keys.batches.marks(accepted.id) : undefined,
-      });
-    }
+    const markHash = accepted.marks ? t.deps.keys.batches.marks(accepted.id) : undefined;
+    for (let i = 0; i < 10; i++) await runUserOp(t.deps, itemOp(accepted.id, items[i]!.u, i, markHash));
     if (accepted.marks) {
       expect(await t.deps.redis.hlen(t.deps.keys.batches.marks(accepted.id))).toBe(10);
     }
@@ -398,14 +403,7 @@ describe('event batches: reply markers on a single Redis', () => {
     const k = t.deps.keys.batches;
     const items = Array.from({ length: 4 }, (_, i) => ({ m: metricId, u: { id: `mk-${i}` }, v: 1_000_000 }));
     const accepted = await acceptBatch(t.deps, items);
-    const op = (i: number) => ({
-      kind: 'event' as const,
-      metricId,
-      user: items[i]!.u,
-      valueMicros: 1_000_000,
-      opId: batchEventId(accepted.id, i),
-      markHash: k.marks(accepted.id),
-    });
+    const op = (i: number) => itemOp(accepted.id, items[i]!.u, i, k.marks(accepted.id));
     await runUserOp(t.deps, op(0));
     await runUserOp(t.deps, op(1));
     // The same item again (a resumed chunk): answered from its marker, applied once.
@@ -445,16 +443,7 @@ describe('event batches: reply markers on a single Redis', () => {
     }));
     const accepted = await acceptBatch(t.deps, items);
     await t.deps.redis.hdel(t.deps.keys.batches.batch(accepted.id), 'mk');
-    for (let i = 0; i < 3; i++) {
-      await runUserOp(t.deps, {
-        kind: 'event',
-        metricId,
-        user: items[i]!.u,
-        valueMicros: 1_000_000,
-        opId: batchEventId(accepted.id, i),
-        markMs: 600_000,
-      });
-    }
+    for (let i = 0; i < 3; i++) await runUserOp(t.deps, itemOp(accepted.id, items[i]!.u, i));
     await t.deps.redis.zadd(t.deps.keys.batches.pending, '0', accepted.id);
     expect(await new BatchResumer(t.deps).pass()).toBe(1);
     expect(await total('old-0')).toBe(3);
