@@ -148,6 +148,8 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
     async close() {
       await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
       await unlinkAll(deps.redis, await self.redisKeys());
+      // Simulations keep their records and replays outside the prefix (src/simulations/runs.ts).
+      await unlinkAll(deps.redis, await keysUnder(deps.redis, `sim:${prefix}`));
       await closeDeps(deps);
     },
   };
