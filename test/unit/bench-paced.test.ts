@@ -38,14 +38,16 @@ describe('the paced load generator (bench, figure 6)', () => {
     expect(res.statusCodes).toEqual({ '201': 196, '500': 4 });
     expect(res.non2xx).toBe(4);
     expect(res.latencies).toHaveLength(200);
-    // Ten windows of 100 ms: about 20 requests each (a burst would put all 200 in the first).
+    // Ten windows of 100 ms: about 20 requests each; a burst would put all 200 in the first. The bounds
+    // leave room for a stall of this process on a loaded machine (a late request is sent at once, as an
+    // open loop must: one CI run saw 51 in a window).
     const start = arrivals[0]!;
     const windows = Array.from(
       { length: 10 },
       (_, w) => arrivals.filter((t) => t - start >= w * 100 && t - start < (w + 1) * 100).length,
     );
-    for (const count of windows) expect(count).toBeLessThanOrEqual(40);
-    expect(windows.filter((c) => c >= 10).length).toBeGreaterThanOrEqual(8);
+    for (const count of windows) expect(count).toBeLessThanOrEqual(80);
+    expect(windows.filter((c) => c >= 10).length).toBeGreaterThanOrEqual(7);
   });
 
   it('reads quantiles by nearest rank', () => {
