@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -34,6 +35,8 @@ interface Options {
   rounds: number;
   mode: 'single' | 'batch' | 'batches';
   callgrind: boolean;
+  /** This process (the API's side of the calls) under callgrind instead of Redis. */
+  apiCallgrind: boolean;
   writer: boolean;
   profile: string | null;
 }
@@ -44,6 +47,7 @@ function parse(argv: string[]): Options {
     rounds: 2,
     mode: 'single',
     callgrind: false,
+    apiCallgrind: false,
     writer: false,
     profile: null,
   };
@@ -53,17 +57,63 @@ function parse(argv: string[]): Options {
     else if (a === '--rounds') o.rounds = Number(argv[++i]);
     else if (a === '--mode') o.mode = argv[++i] as Options['mode'];
     else if (a === '--callgrind') o.callgrind = true;
+    else if (a === '--api-callgrind') o.apiCallgrind = true;
     else if (a === '--writer') o.writer = true;
     else if (a === '--profile') o.profile = argv[++i] ?? null;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --writer, --profile FILE)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
   if (!['single', 'batch', 'batches'].includes(o.mode)) throw new Error('--mode is single, batch or batches');
   if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
+  if (o.apiCallgrind && (o.callgrind || o.writer))
+    throw new Error('--api-callgrind measures this process alone (without --callgrind or --writer)');
   return o;
+}
+
+/** The newest callgrind dump (cg.out.<n>) in `dir`, and the instructions it counted. */
+function lastDump(dir: string): string {
+  const dumps = readdirSync(dir)
+    .filter((f) => f.startsWith('cg.out.'))
+    .sort((a, b) => Number(a.slice(7)) - Number(b.slice(7)));
+  return join(dir, dumps.at(-1)!);
+}
+
+function dumpTotal(dir: string): number {
+  const m = /^(?:totals|summary): (\d+)/m.exec(readFileSync(lastDump(dir), 'utf8'));
+  return Number(m?.[1] ?? Number.NaN);
+}
+
+/** Set (to callgrind's output folder) in the copy of this script that --api-callgrind runs under valgrind. */
+const API_CG_DIR = 'LAUREL_BENCH_API_CALLGRIND';
+
+/**
+ * --api-callgrind: runs this script again as `node` under callgrind, instrumentation off until each
+ * measured round (startup, seeding and the warm-up run uninstrumented), and passes its exit code on.
+ */
+async function underCallgrind(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'laurel-bench-api-'));
+  try {
+    const args = process.argv.slice(2).filter((a) => a !== '--api-callgrind');
+    const child = spawn(
+      'valgrind',
+      [
+        '--tool=callgrind',
+        '--instr-atstart=no',
+        `--callgrind-out-file=${join(dir, 'cg.out')}`,
+        process.execPath,
+        ...process.execArgv,
+        fileURLToPath(import.meta.url),
+        ...args,
+      ],
+      { stdio: ['ignore', 'inherit', 'ignore'], env: { ...process.env, [API_CG_DIR]: dir } },
+    );
+    return await new Promise<number>((resolve) => child.once('exit', (code) => resolve(code ?? 1)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A throwaway redis-server (optionally under callgrind, instrumentation off until asked). */
@@ -118,12 +168,8 @@ async function startRedis(callgrind: boolean) {
     await fn();
     control('-d');
     control('-i', 'off');
-    const dumps = readdirSync(dir)
-      .filter((f) => f.startsWith('cg.out.'))
-      .sort((a, b) => Number(a.slice(7)) - Number(b.slice(7)));
-    const file = join(dir, dumps.at(-1)!);
-    const m = /^(?:totals|summary): (\d+)/m.exec(readFileSync(file, 'utf8'));
-    return { n: Number(m?.[1] ?? Number.NaN), file };
+    const file = lastDump(dir);
+    return { n: dumpTotal(dir), file };
   };
   const stop = async () => {
     client.disconnect();
@@ -136,6 +182,7 @@ async function startRedis(callgrind: boolean) {
 
 async function main(): Promise<void> {
   const opts = parse(process.argv.slice(2));
+  if (opts.apiCallgrind && !process.env[API_CG_DIR]) process.exit(await underCallgrind());
   const baseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(baseUrl).hostname))
     throw new Error(`only loopback hosts: ${baseUrl}`);
@@ -200,7 +247,31 @@ async function main(): Promise<void> {
       }
     };
     /** Redis's cost of `fn` per event: instructions (callgrind) or CPU µs (INFO). */
+    /** This process's cost per event (the API's side: preparing ops, sending them, reading replies). */
+    const api: number[] = [];
+    const apiDir = process.env[API_CG_DIR];
     const measure = async (fn: () => Promise<void>, events: number, keep: boolean) => {
+      if (apiDir) {
+        // Under callgrind (--api-callgrind): the instructions this process executed.
+        const control = (...args: string[]) =>
+          execFileSync('callgrind_control', [...args, String(process.pid)], { stdio: 'pipe' });
+        control('-z');
+        control('-i', 'on');
+        await fn();
+        control('-d');
+        control('-i', 'off');
+        api.push(dumpTotal(apiDir) / events);
+        return { value: Number.NaN, unit: 'instructions' };
+      }
+      const before = process.cpuUsage();
+      try {
+        return await measureRedis(fn, events, keep);
+      } finally {
+        const d = process.cpuUsage(before);
+        api.push((d.user + d.system) / events);
+      }
+    };
+    const measureRedis = async (fn: () => Promise<void>, events: number, keep: boolean) => {
       if (opts.callgrind) {
         const { n, file } = await redis.instructions(fn);
         if (keep && opts.profile) copyFileSync(file, opts.profile);
@@ -221,19 +292,29 @@ async function main(): Promise<void> {
     }
     const sorted = [...figures].sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)]!;
+    const apiRounds = api.slice(0, figures.length);
+    // Under callgrind the lowest round: the early ones still pay for JIT compilation and the collector
+    // runs in some rounds only. In CPU time the median, as for Redis.
+    const apiFigure = apiDir
+      ? Math.min(...apiRounds)
+      : [...apiRounds].sort((a, b) => a - b)[Math.floor(apiRounds.length / 2)]!;
     const out: Record<string, unknown> = {
       mode: opts.mode,
       events: opts.events,
-      rounds: figures.map((f) => Math.round(f)),
-      perEvent: Math.round(median),
-      unit,
+      ...(apiDir ? {} : { rounds: figures.map((f) => Math.round(f)), perEvent: Math.round(median), unit }),
+      apiRounds: apiRounds.map((f) => Math.round(f)),
+      apiPerEvent: Math.round(apiFigure),
+      apiUnit: apiDir ? 'instructions' : 'µs of CPU',
     };
     const what = {
       single: 'user script (single events)',
       batch: 'user script (batch items, multi-op calls of 25)',
       batches: 'batches of 100 (acceptance, script calls, progress, markers)',
     }[opts.mode];
-    let sentence = `${what}: ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users)`;
+    const apiPart = `this process (the API's side of the calls) ${Math.round(apiFigure).toLocaleString('en')} ${apiDir ? 'instructions (lowest round)' : 'µs of CPU'} per event`;
+    let sentence = apiDir
+      ? `${what}: ${apiPart} (${figures.length} rounds of ${opts.events} new users)`
+      : `${what}: ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users); ${apiPart}`;
     if (opts.writer) {
       const total = next;
       const running: { workers?: ReturnType<typeof startWorkers> } = {};

@@ -8,7 +8,7 @@
 // hex characters of a hash of metric and key, not the key itself), and its value the first use's ms.
 // The event id is then keyedEventId(user, metric, key, first use), derived again on a replay; an event
 // whose id was given (a batch item, whose id follows from its batch) stores "<event id>|<ms>".
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { UserKeys } from '../redis/keys';
 
 export const DAY_MS = 86_400_000;
@@ -60,11 +60,14 @@ export function idempotencyField(metricId: string, key: string): string {
  * for a first time again only after its window, at another time.
  */
 export function keyedEventId(userId: string, metricId: string, key: string, at: number): string {
-  const h = createHash('sha256')
-    .update(JSON.stringify([userId, metricId, key, at]))
-    .digest('hex');
-  return uuidFromHex(h);
+  return uuidFromHex(sha256Hex(JSON.stringify([userId, metricId, key, at])));
 }
+
+/** SHA-256 of a string in hex: crypto.hash's one call where Node has it (20.12+), else a Hash object. */
+export const sha256Hex: (s: string) => string =
+  typeof hash === 'function'
+    ? (s) => hash('sha256', s, 'hex')
+    : (s) => createHash('sha256').update(s).digest('hex');
 
 /**
  * The stored value of a key first used at `at` by event `eventId` (lua/lib/idempotency.lua writes the

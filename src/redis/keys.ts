@@ -161,6 +161,13 @@ export class Keys {
 
   /** Accepted event batches (POST /admin/v1/metrics/events), in one slot of their own. */
   get batches() {
+    this.batchKeys ??= this.buildBatches();
+    return this.batchKeys;
+  }
+
+  private batchKeys: ReturnType<Keys['buildBatches']> | undefined;
+
+  private buildBatches() {
     return {
       /** Sorted set batchId -> lease expiry (ms) of every batch not yet fully processed. */
       pending: `${this.prefix}:{batch}:pending`,

@@ -1,6 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps';
-import { uuidFromHex } from '../engine/idempotency';
+import { sha256Hex, uuidFromHex } from '../engine/idempotency';
 import { isInfrastructureError, unavailable } from '../errors';
 import { isCluster } from '../redis/client';
 import { runUserOp, runUserOps, type UserInput, type UserOp } from './user-op';
@@ -50,7 +50,7 @@ const MARK_MS = 7 * 24 * 3600 * 1000;
 
 /** The event id of item `index` of a batch: stable, so a resumed item is recognised. */
 export function batchEventId(batchId: string, index: number): string {
-  return uuidFromHex(createHash('sha256').update(`${batchId}:${index}`).digest('hex'));
+  return uuidFromHex(sha256Hex(`${batchId}:${index}`));
 }
 
 /** The event ids of a batch's items, each derived once (an item's op and then its reply marker's key). */

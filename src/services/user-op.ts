@@ -133,27 +133,28 @@ function luaUser(u: UserInput) {
  * On a single Redis every key is reachable from one script, so the user script also applies the
  * moves on boards without breakdowns (their group is known before the op) that are not streak boards
  * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
- * per board. Returns the script's keys with the context's fuse. Cluster: no change.
+ * per board. Returns the boards' keys, which follow the op's `ownKeys` own keys, with the context's
+ * fuse. Cluster: none.
  */
 function fuseBoards(
   deps: Deps,
   boards: Array<{ id: string; run: string }>,
-  userKeys: string[],
-): { keys: string[]; fuse?: UserScriptContext['fuse'] } {
-  if (boards.length === 0 || isCluster(deps.redis)) return { keys: userKeys };
+  ownKeys: number,
+): { boardKeys: string[]; fuse?: UserScriptContext['fuse'] } {
+  if (boards.length === 0 || isCluster(deps.redis)) return { boardKeys: [] };
   const snap = deps.catalog.snapshot;
-  const keys = [...userKeys];
+  const boardKeys: string[] = [];
   const fuse: NonNullable<UserScriptContext['fuse']> = [];
   for (const [i, u] of boards.entries()) {
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
     const bk = deps.keys.board(board.id);
-    const ki = keys.length + 1;
-    keys.push(bk.members(u.run), bk.ranking(u.run, ''), bk.version, bk.changes);
-    fuse.push({ b: i + 1, ki, kn: keys.length + 1 - ki, max: board.maxParticipants });
+    const ki = ownKeys + boardKeys.length + 1;
+    boardKeys.push(bk.members(u.run), bk.ranking(u.run, ''), bk.version, bk.changes);
+    fuse.push({ b: i + 1, ki, kn: ownKeys + boardKeys.length + 1 - ki, max: board.maxParticipants });
   }
-  if (fuse.length === 0) return { keys: userKeys };
-  return { keys, fuse };
+  if (fuse.length === 0) return { boardKeys: [] };
+  return { boardKeys, fuse };
 }
 
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
@@ -190,7 +191,7 @@ interface PreparedOp {
   cachedTz: string | undefined;
 }
 
-function prepareOp(deps: Deps, op: UserOp): PreparedOp {
+function prepareOp(deps: Deps, op: UserOp, at?: number): PreparedOp {
   const snap = deps.catalog.snapshot;
   const ref =
     op.kind === 'event'
@@ -201,7 +202,7 @@ function prepareOp(deps: Deps, op: UserOp): PreparedOp {
   const compiled = planFor(snap, op.kind, ref);
   const { plan } = compiled;
   const keys = deps.keys.user(op.user.id);
-  const now = deps.clock.now();
+  const now = at ?? deps.clock.now();
   // The reply marker's id: a batch item's own (stable across a resume), else this request's. An event
   // with an idempotency key has the id derived from the key and this first use (stored compactly).
   const opId = (op.kind === 'event' && op.opId) || randomUUID();
@@ -282,12 +283,48 @@ function contextJson(ctx: UserScriptContext): string {
   return json;
 }
 
+/**
+ * What every op of one plan, local date and instant shares: the period, the boards' runs and keys, the
+ * boosts and the context JSON. The ops of a multi-op call (batch items) are prepared at one instant,
+ * so they compute it once per local date (`shared`); a single op computes its own.
+ */
+interface DayShare {
+  periodIdx: number;
+  boosts: BoostInput;
+  boardKeys: string[];
+  context: string;
+}
+
+function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): DayShare {
+  const { op, snap, plan, now, allKeys } = p;
+  const boards = boardsFor(snap, plan, op, now, date);
+  // On a single Redis the user script also moves the user on boards without breakdowns.
+  // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
+  const fused = deps.rankings === false ? { boardKeys: [] } : fuseBoards(deps, boards, allKeys.length);
+  return {
+    periodIdx: periodIndex(plan.streak.freq, date),
+    boosts,
+    boardKeys: fused.boardKeys,
+    context: contextJson({ boosts, boards, fuse: fused.fuse }),
+  };
+}
+
+/** Shares per local date within one multi-op call (one plan, one instant). */
+type DayShares = Map<string, DayShare>;
+
 /** One attempt's script call: its keys and input for the zone the op assumes now. */
-function attemptOf(deps: Deps, p: PreparedOp) {
-  const { op, snap, plan, now, allKeys, olderIdemKeys, ids, eventId, tz, prevTz } = p;
+function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
+  const { op, now, allKeys, olderIdemKeys, ids, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
-  const periodIdx = periodIndex(plan.streak.freq, date);
-  const boosts = boostsFor(snap, plan, op.user.id, date);
+  // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
+  // otherwise).
+  const boosts = boostsFor(p.snap, p.plan, op.user.id, date);
+  let share = shared?.get(date);
+  if (!share || share.boosts !== boosts) {
+    share = dayShare(deps, p, date, boosts);
+    shared?.set(date, share);
+  }
+  const { periodIdx, context } = share;
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
   let skip: [number, number] | undefined;
   if (op.user.tz !== undefined && op.user.tz !== prevTz) {
@@ -295,15 +332,10 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     const to = dayIndex(date) - 1;
     if (to >= from) skip = [from, to];
   }
-  const boards = boardsFor(snap, plan, op, now, date);
-  // On a single Redis the user script also moves the user on boards without breakdowns.
-  // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
-  const fused = deps.rankings === false ? { keys: allKeys } : fuseBoards(deps, boards, allKeys);
   // The older idempotency buckets come last, so the boards' key indexes (fuse) depend on the plan only.
-  const keys = olderIdemKeys.length ? [...fused.keys, ...olderIdemKeys] : fused.keys;
+  const keys = [...allKeys, ...share.boardKeys, ...olderIdemKeys];
   const idem =
     p.idem && olderIdemKeys.length ? { ...p.idem, prevKi: keys.length - 1, oldKi: keys.length } : p.idem;
-  const context = contextJson({ boosts, boards, fuse: fused.fuse });
   const input: UserScriptInput = {
     op: op.kind,
     now,
@@ -332,7 +364,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     mf: op.kind === 'event' && op.opId && op.markHash ? op.opId : undefined,
     noHistory: deps.history === false ? true : undefined,
   };
-  return { keys, input: JSON.stringify(input), context, date, periodIdx, boosts };
+  return { keys, boardKeys: share.boardKeys, input: JSON.stringify(input), context, date, periodIdx, boosts };
 }
 
 type Attempt = ReturnType<typeof attemptOf>;
@@ -476,13 +508,10 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
 function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: string[]; order: number[] } {
   // The context names the boards and runs the boards' keys are of (contextJson): one key set per context.
   const groups = new Map<string, { tail: string[]; context: string; members: number[] }>();
-  ops.forEach(([p, a], j) => {
+  ops.forEach(([, a], j) => {
     const g = groups.get(a.context);
     if (g) g.members.push(j);
-    else {
-      const tail = a.keys.slice(p.allKeys.length, a.keys.length - p.olderIdemKeys.length);
-      groups.set(a.context, { tail, context: a.context, members: [j] });
-    }
+    else groups.set(a.context, { tail: a.boardKeys, context: a.context, members: [j] });
   });
   const keys: string[] = [];
   const list: string[] = [];
@@ -508,7 +537,10 @@ function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: s
  * result is not built (a batch answers none), unless boards remain to be moved. Redis failing throws.
  */
 export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error | null>> {
-  const prepared = ops.map((op) => prepareOp(deps, op));
+  // One instant for the call's ops, so those of one plan and local date share their boards, keys and
+  // context (dayShare).
+  const now = deps.clock.now();
+  const prepared = ops.map((op) => prepareOp(deps, op, now));
   const byPlan = new Map<PreparedOp['compiled'], number[]>();
   prepared.forEach((p, i) => {
     const list = byPlan.get(p.compiled);
@@ -518,7 +550,8 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
   const out: Array<Error | null> = new Array(ops.length).fill(null);
   await Promise.all(
     [...byPlan].map(async ([compiled, indexes]) => {
-      const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
+      const shared: DayShares = new Map();
+      const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!, shared));
       const { keys, list, order } = multiArgs(indexes.map((i, j) => [prepared[i]!, attempts[j]!]));
       const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
