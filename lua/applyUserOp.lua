@@ -19,7 +19,7 @@ KEYS[2] idempotency hash (the current window bucket, or the forever hash)
 KEYS[3] shard outbox stream
 KEYS[4] this op's reply marker (kept input.markMs, default 10 s: a retried call with the same op id
         returns it; batch items keep theirs until their chunk is recorded, src/services/batch-events.ts),
-        or with input.mf the hash holding it in field input.mf (a batch's markers on a single Redis,
+        or with input.mf the hash holding it in the op's field (a batch's markers on a single Redis,
         removed with its chunk's progress record: lua/batchProgress.lua)
 KEYS[5] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[6] the user's streak period history (string; lib/streak.lua)
@@ -103,6 +103,15 @@ end
 local planOf = keptDecoder(32)
 local contextOf = keptDecoder(256)
 
+-- The k-th id (1-based) an op mints for its completions and awards: its event id (a UUID, random or
+-- hashed) with the number its last 12 hex digits spell advanced by k, modulo 16^12. Distinct for every
+-- k of one op, the same on every attempt of it, and as unlikely to meet another op's ids as two random
+-- UUIDs are (the other 20 hex digits are the event id's own).
+local function derivedId(eventId, k)
+  local tail = tonumber(string.sub(eventId, 25), 16)
+  return string.sub(eventId, 1, 24) .. string.format('%012x', (tail + k) % 281474976710656)
+end
+
 local function err(code, extra)
   local e = extra or {}
   e.err = code
@@ -117,10 +126,12 @@ local function applyOne(KEYS, ARGV, quiet)
   local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
   local input = cjson.decode(ARGV[2])
+  -- With input.mf the reply marker is the field of KEYS[4] (a hash) named by the op's id.
+  local mf = input.mf and input.eventId
   -- A retried call of an op that already committed (its reply was lost with the connection), or a
   -- resumed batch item.
   local committed
-  if input.mf then committed = redis.call('HGET', K_OP, input.mf) else committed = redis.call('GET', K_OP) end
+  if mf then committed = redis.call('HGET', K_OP, mf) else committed = redis.call('GET', K_OP) end
   if committed then return committed end
 
   local plan = type(ARGV[1]) == 'table' and ARGV[1] or planOf(ARGV[1])
@@ -130,10 +141,11 @@ local function applyOne(KEYS, ARGV, quiet)
   local S = plan.streak
   local cur = input.periodIdx
 
+  -- Ids of the op's completions and awards, in the order it makes them.
   local idsUsed = 0
   local function nextId()
     idsUsed = idsUsed + 1
-    return input.ids[idsUsed]
+    return derivedId(input.eventId, idsUsed)
   end
 
   -- ------------------------------------------------------------ read and check
@@ -485,8 +497,8 @@ local function applyOne(KEYS, ARGV, quiet)
   -- 'd': nothing is left to the caller of a quiet op (every board moved here), so the record need not
   -- travel back, and the reply marker (what a resumed batch item is answered) need not hold it either.
   if quiet and not left then reply = 'd' end
-  if input.mf then
-    redis.call('HSET', K_OP, input.mf, reply)
+  if mf then
+    redis.call('HSET', K_OP, mf, reply)
   else
     redis.call('SET', K_OP, reply, 'PX', fmt(input.markMs or 10000))
   end

@@ -57,8 +57,6 @@ export interface CompiledPlan {
   wire: string;
   /** `wire` before encoding. */
   wireObjects: PlanWire;
-  /** Upper bound of ids (completions + awards) one call can use. */
-  idCount: number;
 }
 
 function luaFilters(snap: Snapshot, filters: StoredFilter[]): LuaFilter[] {
@@ -184,12 +182,6 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     }
   }
   plan.breakdownKeys = [...breakdown];
-  const a = plan.achievements;
-  const triggers = plan.systems.reduce(
-    (n, p) => n + p.uc.length + p.mt.length + p.st.length + p.at.length + p.tt.length,
-    0,
-  );
-  const idCount = a.metric.length + a.streak.length + a.composite.length + 1 + triggers;
   const levels = new Map<string, WireLevel[]>();
   const wire: PlanWire = {};
   for (const ps of plan.systems) {
@@ -211,7 +203,6 @@ function compile(snap: Snapshot, kind: PlanKind, ref?: string): CompiledPlan {
     levels,
     wire: JSON.stringify(wire),
     wireObjects: wire,
-    idCount,
   };
 }
 

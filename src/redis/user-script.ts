@@ -14,8 +14,6 @@ export interface UserScriptInput {
   op: (typeof USER_OPS)[number];
   now: number;
   eventId: string;
-  /** Pre-minted ids for the completions and awards the op may make, used in order. */
-  ids: string[];
   user: {
     id: string;
     email?: string | undefined;
@@ -62,8 +60,8 @@ export interface UserScriptInput {
   fromIdx?: number | undefined;
   /** How long the reply marker is kept (ms; default 10 s). */
   markMs?: number | undefined;
-  /** The reply marker's field in KEYS[4], a hash (a batch item's on a single Redis). */
-  mf?: string | undefined;
+  /** The reply marker is a field of KEYS[4], a hash (a batch item's on a single Redis), named by eventId. */
+  mf?: true | undefined;
   /** A replay (src/simulations/): no outbox entry. */
   noHistory?: boolean | undefined;
 }

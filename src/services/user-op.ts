@@ -169,7 +169,11 @@ function fusedMoves(snap: Snapshot, r: UserOpResult, replies: LuaMove[]): Map<st
   return out;
 }
 
-/** An op's fixed part: plan, keys and ids, the same on every attempt (a retry reuses its op id). */
+/**
+ * An op's fixed part: plan, keys and event id, the same on every attempt (a retry reuses its op id; the
+ * script derives the ids of the op's completions and awards from the event id, lua/applyUserOp.lua
+ * derivedId).
+ */
 interface PreparedOp {
   op: UserOp;
   snap: Snapshot;
@@ -183,7 +187,6 @@ interface PreparedOp {
   /** The idempotency buckets before the current one (a window), appended after the boards' keys. */
   olderIdemKeys: string[];
   idem: UserScriptInput['idem'];
-  ids: string[];
   /** The zone the next attempt assumes, and the stored zone before this request. */
   tz: string;
   prevTz: string;
@@ -237,7 +240,6 @@ function prepareOp(deps: Deps, op: UserOp, at?: number): PreparedOp {
           oldKi: undefined,
         }
       : undefined;
-  const ids = Array.from({ length: compiled.idCount }, () => randomUUID());
   // The stored zone before this request (checked by the script when the request changes it).
   const cachedTz = tzCache.get(op.user.id);
   const prevTz = cachedTz ?? 'UTC';
@@ -253,7 +255,6 @@ function prepareOp(deps: Deps, op: UserOp, at?: number): PreparedOp {
     allKeys,
     olderIdemKeys,
     idem,
-    ids,
     tz,
     prevTz,
     cachedTz,
@@ -314,7 +315,7 @@ type DayShares = Map<string, DayShare>;
 
 /** One attempt's script call: its keys and input for the zone the op assumes now. */
 function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
-  const { op, now, allKeys, olderIdemKeys, ids, eventId, tz, prevTz } = p;
+  const { op, now, allKeys, olderIdemKeys, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
   // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
   // otherwise).
@@ -340,7 +341,6 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
     op: op.kind,
     now,
     eventId,
-    ids,
     user: luaUser(op.user),
     assumedTz: tz,
     prevTz,
@@ -360,8 +360,9 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
     count: op.kind === 'freeze' ? op.count : undefined,
     slot: op.kind === 'freeze' ? op.slot : undefined,
     fromIdx: op.kind === 'restore' ? op.fromIdx : undefined,
-    markMs: op.kind === 'event' ? op.markMs : undefined,
-    mf: op.kind === 'event' && op.opId && op.markHash ? op.opId : undefined,
+    // A batch item's marker in its batch's hash (mf) lives until its chunk is recorded, not markMs.
+    markMs: op.kind === 'event' && !op.markHash ? op.markMs : undefined,
+    mf: op.kind === 'event' && op.opId && op.markHash ? true : undefined,
     noHistory: deps.history === false ? true : undefined,
   };
   return { keys, boardKeys: share.boardKeys, input: JSON.stringify(input), context, date, periodIdx, boosts };

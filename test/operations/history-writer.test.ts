@@ -102,6 +102,35 @@ describe('history writer', () => {
     }
   });
 
+  it("mints an op's completion and award ids from its event id: distinct UUIDs, in the order it made them", async () => {
+    // A new user's event of 3: achievement "three" (a completion), then the user_creation and the
+    // metric trigger's awards, in that order (completions are evaluated before points).
+    await send('ids-1', 3);
+    const [entry] = (await peekOutbox()).filter((e) => e.record.user === 'ids-1');
+    const r = entry!.record;
+    const made = [...r.completions.map((c) => c.cid), ...r.awards.flatMap((g) => g.awards.map((a) => a.id))];
+    expect(made).toHaveLength(3);
+    // The event id with the number its last 12 hex digits spell advanced by k (lua/applyUserOp.lua).
+    const tail = BigInt(`0x${r.id.slice(24)}`);
+    const derived = [1n, 2n, 3n].map(
+      (k) => `${r.id.slice(0, 24)}${((tail + k) % 16n ** 12n).toString(16).padStart(12, '0')}`,
+    );
+    expect(made).toEqual(derived);
+    expect(new Set([r.id, ...made]).size).toBe(4);
+    for (const id of made)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // The history keeps them as they were made.
+    const writer = new HistoryWriter(t.deps, { consumer: 'w-ids' });
+    while ((await writer.drainOnce()) > 0) {}
+    const c = await t.deps.db
+      .select()
+      .from(achievementCompletions)
+      .where(eq(achievementCompletions.userId, 'ids-1'));
+    const a = await t.deps.db.select().from(pointsAwards).where(eq(pointsAwards.userId, 'ids-1'));
+    expect(c.map((row) => row.id)).toEqual([derived[0]]);
+    expect(a.map((row) => row.id).sort()).toEqual([derived[1], derived[2]].sort());
+  });
+
   it('writes nothing twice when a batch is written again', async () => {
     await send('dup-1', 5);
     const entries = await peekOutbox();
