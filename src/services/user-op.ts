@@ -333,10 +333,10 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
     const to = dayIndex(date) - 1;
     if (to >= from) skip = [from, to];
   }
-  // The older idempotency buckets come last, so the boards' key indexes (fuse) depend on the plan only.
-  const keys = [...allKeys, ...share.boardKeys, ...olderIdemKeys];
-  const idem =
-    p.idem && olderIdemKeys.length ? { ...p.idem, prevKi: keys.length - 1, oldKi: keys.length } : p.idem;
+  // KEYS: the op's own, the boards', then the older idempotency buckets (last, so the boards' key
+  // indexes in the fuse depend on the plan only).
+  const nKeys = allKeys.length + share.boardKeys.length + olderIdemKeys.length;
+  const idem = p.idem && olderIdemKeys.length ? { ...p.idem, prevKi: nKeys - 1, oldKi: nKeys } : p.idem;
   const input: UserScriptInput = {
     op: op.kind,
     now,
@@ -365,7 +365,7 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
     mf: op.kind === 'event' && op.opId && op.markHash ? true : undefined,
     noHistory: deps.history === false ? true : undefined,
   };
-  return { keys, boardKeys: share.boardKeys, input: JSON.stringify(input), context, date, periodIdx, boosts };
+  return { nKeys, boardKeys: share.boardKeys, input: JSON.stringify(input), context, date, periodIdx, boosts };
 }
 
 type Attempt = ReturnType<typeof attemptOf>;
@@ -491,7 +491,16 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
     const wire = typeof ref === 'string' ? ref : await ref;
     const raw = await callScript(deps, () =>
       deps.redis
-        .applyUserOp(a.keys.length, ...a.keys, p.compiled.json, a.input, wire, a.context)
+        .applyUserOp(
+          a.nKeys,
+          ...p.allKeys,
+          ...a.boardKeys,
+          ...p.olderIdemKeys,
+          p.compiled.json,
+          a.input,
+          wire,
+          a.context,
+        )
         .then(oneReply),
     );
     const r = await finishOp(deps, p, a, raw);
