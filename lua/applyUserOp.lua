@@ -506,6 +506,7 @@ local function applyOne(KEYS, ARGV, quiet)
 end
 
 local function run(KEYS, ARGV)
+  boardEdgesReset()
   if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
   local plan = planOf(ARGV[2])
   local wire = ARGV[3]

@@ -24,12 +24,26 @@ local function boardLapsed(isStreak, meta, now)
   return e > 0 and e <= now
 end
 
--- One call's ranking state (B): its key, cap, and the entries at positions max and max + 1 (1-based),
--- read at most once while the ranking is unchanged: none while it holds fewer than max entries; one,
--- its lowest, when it is at the cap (evictions keep it there); two only after the cap was lowered,
--- when the lowest is read apart. Plain functions of B, not closures made per call.
+-- One move's ranking state (B): its key, cap, and the entries at positions max and max + 1 (1-based),
+-- read at most once per script call while the ranking is unchanged (BOARD_EDGES below): none while it
+-- holds fewer than max entries; one, its lowest, when it is at the cap (evictions keep it there); two
+-- only after the cap was lowered, when the lowest is read apart. Plain functions of B, not closures
+-- made per call.
+-- The edges read by earlier moves of the same script call, by ranking key and cap (B.ek): a multi-op
+-- call (lua/applyUserOp.lua "__multi") moves many users on the same rankings, and a move that leaves a
+-- ranking unchanged leaves its edge valid for the next. Only valid within one call: boardEdgesReset()
+-- at the start of each (a Redis Function's tables outlive the call).
+local BOARD_EDGES = {}
+
+local function boardEdgesReset()
+  BOARD_EDGES = {}
+end
+
 local function boardEdge(B)
-  if B.edge == nil then B.edge = redis.call('ZRANGE', B.ranking, fmt(B.max - 1), fmt(B.max), 'WITHSCORES') end
+  if B.edge == nil then
+    B.edge = redis.call('ZRANGE', B.ranking, fmt(B.max - 1), fmt(B.max), 'WITHSCORES')
+    BOARD_EDGES[B.ek] = B.edge
+  end
   return B.edge
 end
 
@@ -52,12 +66,14 @@ local function boardZrem(B, member)
   redis.call('ZREM', B.ranking, member)
   B.changed = true
   B.edge = nil
+  BOARD_EDGES[B.ek] = nil
 end
 
 local function boardZadd(B, score, member)
   redis.call('ZADD', B.ranking, fmt(score), member)
   B.changed = true
   B.edge = nil
+  BOARD_EDGES[B.ek] = nil
 end
 
 local function boardRank(B, member)
@@ -93,7 +109,8 @@ local function updateBoard(K, A)
   local expires = A[7]
   local isStreak = A[8] == '1'
   local quiet = A[9] == '1'
-  local B = { ranking = K[2], max = tonumber(A[6]), changed = false, edge = nil }
+  local ek = K[2] .. '#' .. A[6]
+  local B = { ranking = K[2], max = tonumber(A[6]), changed = false, edge = BOARD_EDGES[ek], ek = ek }
 
   local prevValue, prevChanged, prevSeq = nil, nil, -1
   local stored = redis.call('HGET', K_MEMBERS, userId)

@@ -69,6 +69,44 @@ describe('board moves inside the user script', () => {
     ]);
   });
 
+  it('reads a full ranking again in each call, whatever was written to it in between', async () => {
+    if (cluster()) return; // no fused moves on a Cluster
+    const b = await createBoard(t, { key: 'fz-edge', rankBy: 'metric', metricId: m.id, maxParticipants: 2 });
+    await send(t, m.key, 'fz-e1', 10);
+    await send(t, m.key, 'fz-e2', 9);
+    // Below the lowest of the full ranking: not ranked (the call reads the ranking's edge, 9).
+    expect((await send(t, m.key, 'fz-e3', 1)).leaderboards['fz-edge']).toBeUndefined();
+    // A move made by the board's own script (as for a board whose breakdowns were removed, or the
+    // history writer's repair) evicts fz-e2: the lowest is now 9.5.
+    const bk = t.deps.keys.board(b.id);
+    const [members] = await t.deps.redis.keys(bk.members('*'));
+    const run = members!.slice(members!.indexOf(':run:') + 5, -':members'.length);
+    const moved = JSON.parse(
+      (await t.deps.redis.updateBoard(
+        4,
+        bk.members(run),
+        bk.ranking(run, ''),
+        bk.version,
+        bk.changes,
+        'fz-e4',
+        '9500000',
+        '1',
+        String(Date.now()),
+        '',
+        '2',
+        '0',
+        '0',
+      )) as string,
+    );
+    expect(moved).toMatchObject({ rank: 2, evicted: 'fz-e2' });
+    // 9.2 is below the new lowest: a call that compared with the edge read before (9) would rank it.
+    expect((await send(t, m.key, 'fz-e5', 9.2)).leaderboards['fz-edge']).toBeUndefined();
+    expect(await standings(t, b.key)).toEqual([
+      ['fz-e1', 10],
+      ['fz-e4', 9.5],
+    ]);
+  });
+
   it('lets the history writer skip the repair look-up of moves the user script made', async () => {
     await send(t, m.key, { id: 'fz-d', attributes: { 'fz-city': 'oslo' } }, 1);
     const lookups = spyOwnCalls(t.deps.redis, 'hmget');

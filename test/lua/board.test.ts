@@ -175,6 +175,29 @@ describe('updateBoard', () => {
     expect(await h.redis.zcard(keys.ranking)).toBe(1);
   });
 
+  it("reuses a full ranking's edge across the moves of one script call only while the ranking is unchanged", async () => {
+    newBoard();
+    await update('a', 10, { max: 2 });
+    await update('b', 9, { max: 2 });
+    // One script call (as a multi-op call makes them): c stays out (the edge, 9, is read and kept), d
+    // evicts b, and e must be compared with the new lowest (9.5), not the kept 9.
+    const moves = [
+      ['c', '1'],
+      ['d', '9.5'],
+      ['e', '9.2'],
+    ].map(([u, v]) => `updateBoard(KEYS, { '${u}', '${v}', '1', '1000', 'g', '2', '0', '0', '1' })`);
+    const r = await h.run<Reply[]>(['board'], `return { ${moves.join(', ')} }`, null, [
+      keys.members,
+      keys.ranking,
+      keys.version,
+      keys.changes,
+    ]);
+    expect(r.map((m) => m.rank ?? null)).toEqual([null, 2, null]);
+    expect(r[1]!.evicted).toBe('b');
+    const top = await h.redis.zrange(keys.ranking, 0, -1, 'WITHSCORES');
+    expect(top.filter((_, i) => i % 2 === 0).map((m) => m.slice(16))).toEqual(['a', 'd']);
+  });
+
   it('moves the ranking version with every write to a ranking, seeded from the server clock', async () => {
     newBoard();
     await update('alice', 5, { seq: 2 });
