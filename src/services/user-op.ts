@@ -365,7 +365,15 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
     mf: op.kind === 'event' && op.opId && op.markHash ? true : undefined,
     noHistory: deps.history === false ? true : undefined,
   };
-  return { nKeys, boardKeys: share.boardKeys, input: JSON.stringify(input), context, date, periodIdx, boosts };
+  return {
+    nKeys,
+    boardKeys: share.boardKeys,
+    input: JSON.stringify(input),
+    context,
+    date,
+    periodIdx,
+    boosts,
+  };
 }
 
 type Attempt = ReturnType<typeof attemptOf>;
