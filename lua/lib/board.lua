@@ -24,11 +24,6 @@ local function boardLapsed(isStreak, meta, now)
   return e > 0 and e <= now
 end
 
--- One move's ranking state (B): its key, cap, and the entries at positions max and max + 1 (1-based),
--- read at most once per script call while the ranking is unchanged (BOARD_EDGES below): none while it
--- holds fewer than max entries; one, its lowest, when it is at the cap (evictions keep it there); two
--- only after the cap was lowered, when the lowest is read apart. Plain functions of B, not closures
--- made per call.
 -- The edges read by earlier moves of the same script call, by ranking key and cap (B.ek): a multi-op
 -- call (lua/applyUserOp.lua "__multi") moves many users on the same rankings, and a move that leaves a
 -- ranking unchanged leaves its edge valid for the next. Only valid within one call: boardEdgesReset()
@@ -39,6 +34,11 @@ local function boardEdgesReset()
   BOARD_EDGES = {}
 end
 
+-- One move's ranking state (B): its key, cap, and the entries at positions max and max + 1 (1-based),
+-- its edge, read at most once per script call while the ranking is unchanged (BOARD_EDGES): none while
+-- it holds fewer than max entries; one, its lowest, when it is at the cap (evictions keep it there);
+-- two only after the cap was lowered, when the lowest is read apart. Plain functions of B, not
+-- closures made per call.
 local function boardEdge(B)
   if B.edge == nil then
     B.edge = redis.call('ZRANGE', B.ranking, fmt(B.max - 1), fmt(B.max), 'WITHSCORES')

@@ -8,7 +8,7 @@
 // hex characters of a hash of metric and key, not the key itself), and its value the first use's ms.
 // The event id is then keyedEventId(user, metric, key, first use), derived again on a replay; an event
 // whose id was given (a batch item, whose id follows from its batch) stores "<event id>|<ms>".
-import { createHash, hash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import type { UserKeys } from '../redis/keys';
 
 export const DAY_MS = 86_400_000;
@@ -52,7 +52,7 @@ export function uuidFromHex(h: string): string {
 
 /** The hash field of an idempotency key in its scope (user, metric): lua/migrateIdem.lua computes the same. */
 export function idempotencyField(metricId: string, key: string): string {
-  return createHash('sha1').update(`${metricId}|${key}`).digest('hex').slice(0, 16);
+  return crypto.createHash('sha1').update(`${metricId}|${key}`).digest('hex').slice(0, 16);
 }
 
 /**
@@ -63,11 +63,14 @@ export function keyedEventId(userId: string, metricId: string, key: string, at: 
   return uuidFromHex(sha256Hex(JSON.stringify([userId, metricId, key, at])));
 }
 
-/** SHA-256 of a string in hex: crypto.hash's one call where Node has it (20.12+), else a Hash object. */
-export const sha256Hex: (s: string) => string =
-  typeof hash === 'function'
-    ? (s) => hash('sha256', s, 'hex')
-    : (s) => createHash('sha256').update(s).digest('hex');
+/**
+ * SHA-256 of a string in hex: crypto.hash's one call where Node has it (20.12+), else a Hash object
+ * (read off the namespace: a named import of a missing export would fail to load on older Nodes).
+ */
+const oneShotHash = (crypto as { hash?: typeof crypto.hash }).hash;
+export const sha256Hex: (s: string) => string = oneShotHash
+  ? (s) => oneShotHash('sha256', s, 'hex')
+  : (s) => crypto.createHash('sha256').update(s).digest('hex');
 
 /**
  * The stored value of a key first used at `at` by event `eventId` (lua/lib/idempotency.lua writes the
