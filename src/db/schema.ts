@@ -371,7 +371,13 @@ export const userStates = pgTable('user_states', {
   updated: updated(),
 });
 
-/** Every per-run leaderboard value an op produced, as the board script was called with it (rebuild replays them). */
+/**
+ * Every per-run leaderboard value an op produced, as the board script was called with it (rebuild replays them).
+ * One index only, the primary key led by the user (an op belongs to one user, so it is as unique as
+ * (op, board)): it serves the per-user reads of rebuild and verify and the writer's conflict check.
+ * Rebuild reads a board's updates in commit order by a scan and a sort, once per rebuild, instead of
+ * every event writing two more index entries (migration 0006).
+ */
 export const leaderboardUpdates = pgTable(
   'leaderboard_updates',
   {
@@ -388,11 +394,7 @@ export const leaderboardUpdates = pgTable(
     ord: bigint('ord', { mode: 'number' }).notNull(),
     created: ts('created').notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.opId, t.leaderboardId] }),
-    index('leaderboard_updates_board_ord').on(t.leaderboardId, t.ord),
-    index('leaderboard_updates_user').on(t.userId),
-  ],
+  (t) => [primaryKey({ columns: [t.userId, t.opId, t.leaderboardId] })],
 );
 
 export const leaderboardRankChanges = pgTable(

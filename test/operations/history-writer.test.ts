@@ -1,7 +1,14 @@
 import { count, eq, sum } from 'drizzle-orm';
 import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { achievementCompletions, events, pointsAwards, streakPeriods, users } from '../../src/db/schema';
+import {
+  achievementCompletions,
+  events,
+  leaderboardUpdates,
+  pointsAwards,
+  streakPeriods,
+  users,
+} from '../../src/db/schema';
 import { createDb } from '../../src/db/client';
 import {
   HISTORY_GROUP,
@@ -11,6 +18,7 @@ import {
   writeBatch,
 } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { createBoard } from '../helpers/leaderboards';
 
 let t: TestServer;
 let metricId: string;
@@ -200,5 +208,35 @@ describe('history writer', () => {
     const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'pgdown-1'));
     expect(row!.n).toBe(1);
     expect(await good.lag()).toBe(0);
+  });
+
+  it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
+    // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
+    // the user, as rebuild and verify read it), not three entries per row.
+    const indexes = await t.deps.sql<Array<{ indexdef: string }>>`
+      select indexdef from pg_indexes where tablename = 'leaderboard_updates'`;
+    expect(indexes.map((i) => i.indexdef)).toEqual([
+      expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, op_id, leaderboard_id\)$/),
+    ]);
+    await createBoard(t, { rankBy: 'metric', metricId, start: '2020-01-01' });
+    await t.deps.catalog.reload();
+    await send('lb-dup-1', 1);
+    await send('lb-dup-1', 2);
+    const entries = (await peekOutbox()).filter((e) => e.record.user === 'lb-dup-1');
+    expect(entries.length).toBe(2);
+    // Written twice (a writer that died before its acknowledgement): the conflict check on the
+    // primary key keeps one row per op and board.
+    await writeBatch(t.deps, entries);
+    await writeBatch(t.deps, entries);
+    const rows = await t.deps.db
+      .select({ value: leaderboardUpdates.value, seq: leaderboardUpdates.seq })
+      .from(leaderboardUpdates)
+      .where(eq(leaderboardUpdates.userId, 'lb-dup-1'))
+      .orderBy(leaderboardUpdates.seq);
+    expect(rows).toEqual([
+      { value: 1_000_000, seq: 1 },
+      { value: 3_000_000, seq: 2 },
+    ]);
+    await new HistoryWriter(t.deps, { consumer: 'w-lb' }).drainOnce();
   });
 });
