@@ -452,15 +452,32 @@ local function applyOne(KEYS, ARGV, quiet)
   streakOut.lost = lost
   streakOut.changed = streakChanged
 
+  -- The record's integers travel as their digits, through fmt, which has mostly formatted them already
+  -- for the user hash, the award lists and the streak fields: cjson prints a number through
+  -- snprintf('%.14g'), about 2,400 instructions each, 14 of them in a new user's event. The readers
+  -- take digits or numbers (src/redis/user-script.ts trustedRecord, recordSchema).
+  streakOut.length, streakOut.freezes, streakOut.lost = fmt(st.length), fmt(st.freezes), fmt(lost)
+  if st.lastMet ~= nil then streakOut.lastMet = fmt(st.lastMet) end
+  for _, p in ipairs(periods) do
+    p.idx, p.length = fmt(p.idx), fmt(p.length)
+  end
+  for _, c in ipairs(completions) do c.at = fmt(c.at) end
+  for _, p in ipairs(pointsReply) do
+    p.total, p.added = fmt(p.total), fmt(p.added)
+    for _, a in ipairs(p.awards) do
+      a.total, a.awarded, a.date = fmt(a.total), fmt(a.awarded), fmt(a.date)
+    end
+  end
+
   -- The op's record: the reply, the reply marker and the outbox entry (lib/outbox.lua).
   local record = {
     op = op,
     id = input.eventId,
     user = user.id,
-    now = now,
+    now = fmt(now),
     tz = tz,
     date = input.localDate,
-    seq = seq,
+    seq = fmt(seq),
     created = created,
     metric = metricId,
     value = op == 'event' and fmt(v) or nil,

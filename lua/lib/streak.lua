@@ -127,6 +127,11 @@ local function streakReply(st, extended)
     extended = extended,
     -- Pauses bridge periods without a freeze: the streak's expiry counts them (src/engine/streak-expiry.ts).
     pauses = (st.pauses and #st.pauses > 0) and st.pauses or nil,
+    -- Set by the user script's record (lua/applyUserOp.lua): named here so the table is made with
+    -- room for them (a constructor sizes the table by its fields, nil or not).
+    periods = nil,
+    lost = nil,
+    changed = nil,
   }
 end
 

@@ -5,6 +5,7 @@ import { events, pointsAwards, webhookDeliveries } from '../db/schema';
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
 import { decodeAward, decodeCompletion, splitUserHash } from '../redis/user-hash';
+import { parseRecord } from '../redis/user-script';
 import { fromMicros } from '../engine/decimal';
 import type { LuaAward } from '../services/user-op';
 
@@ -30,19 +31,6 @@ export interface RecentEvent {
   achievements?: number;
 }
 
-interface OutboxRecord {
-  op: string;
-  id: string;
-  user: string;
-  now: number;
-  metric?: string;
-  value?: string;
-  completions?: unknown;
-  awards?: unknown;
-}
-
-const arr = <T>(v: unknown): T[] => (Array.isArray(v) ? (v as T[]) : []);
-
 /** The newest `perShard` outbox records of every shard (records the history writer has not stored yet). */
 async function outboxEvents(deps: Deps, perShard: number): Promise<RecentEvent[]> {
   const shards = Array.from({ length: deps.keys.shards }, (_, i) => i);
@@ -55,24 +43,24 @@ async function outboxEvents(deps: Deps, perShard: number): Promise<RecentEvent[]
     );
     for (const entries of replies) {
       for (const [, fields] of entries) {
-        const idx = fields.indexOf('r');
-        if (idx < 0) continue;
-        let r: OutboxRecord;
+        // Read as the history writer reads it (its integers may travel as digits, its awards in points).
+        let r: ReturnType<typeof parseRecord>;
         try {
-          r = JSON.parse(fields[idx + 1] ?? '');
+          r = parseRecord(fields);
         } catch {
           continue;
         }
-        if (r.op !== 'event' || !r.metric) continue;
-        const awards = arr<{ awards?: unknown }>(r.awards).flatMap((g) => arr<LuaAward>(g.awards));
+        if (r?.op !== 'event' || !r.metric) continue;
+        let points = 0;
+        for (const g of r.awards) for (const a of g.awards) points += a.awarded;
         out.push({
           id: r.id,
           userId: r.user,
           metricId: r.metric,
           value: fromMicros(Number(r.value ?? 0)),
           at: r.now,
-          points: awards.reduce((s, a) => s + a.awarded, 0),
-          achievements: arr(r.completions).length,
+          points,
+          achievements: r.completions.length,
         });
       }
     }

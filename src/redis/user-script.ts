@@ -88,37 +88,48 @@ const stringMap = z.preprocess(
 );
 /** Flat [field, value, ...] lists of hash fields (sh, cw). */
 const flat = list(z.string());
+/**
+ * An integer of the record: the user script sends its digits (cjson would print a number through
+ * snprintf, lua/applyUserOp.lua), records written before and lua/recomputeStreak.lua's a number.
+ */
+const int = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^-?\d+$/)
+    .transform(Number),
+]);
 
 export const awardSchema = z.object({
   id: z.string(),
-  awarded: z.number(),
-  total: z.number(),
+  awarded: int,
+  total: int,
   trigger: z.string(),
   boosts: list(z.string()),
-  date: z.number(),
+  date: int,
 });
-/** One points award as the script writes it (the recent-awards lists hold the same JSON). */
+/** One points award as the record carries it (the recent-awards lists hold its fields as one delimited entry: lib/points.lua awardEntry). */
 export type LuaAward = z.infer<typeof awardSchema>;
 
-const completionSchema = z.object({ id: z.string(), cid: z.string(), at: z.number() });
+const completionSchema = z.object({ id: z.string(), cid: z.string(), at: int });
 
 /** A resolved streak period (lua/recomputeStreak.lua writes met periods without the two flags). */
 const periodSchema = z.object({
-  idx: z.number(),
-  length: z.number(),
+  idx: int,
+  length: int,
   freeze: z.boolean().default(false),
   pause: z.boolean().default(false),
 });
 
 const streakSchema = z.object({
-  length: z.number(),
+  length: int,
   started: z.string().optional(),
-  lastMet: z.number().optional(),
-  freezes: z.number(),
+  lastMet: int.optional(),
+  freezes: int,
   extended: z.boolean(),
   /** The length changed (extension, break, restore): the streak rankings follow. */
   changed: z.boolean().optional(),
-  lost: z.number().optional(),
+  lost: int.optional(),
   periods: list(periodSchema).optional(),
   /** The user's pauses as [first day index, last day index] (absent when none). */
   pauses: list(z.tuple([z.number(), z.number()])).optional(),
@@ -130,8 +141,8 @@ const levelRef = z.union([z.number(), z.literal(false)]);
 
 const pointsSchema = z.object({
   sys: z.string(),
-  total: z.number(),
-  added: z.number(),
+  total: int,
+  added: int,
   awards: list(awardSchema),
   /** The level before and after the op (positions in the plan's level list; false: none). */
   lb: levelRef.optional(),
@@ -170,10 +181,10 @@ const recordSchema = z.object({
   /** The op's id (an event's event id). */
   id: z.string(),
   user: z.string(),
-  now: z.number(),
+  now: int,
   tz: z.string(),
   date: z.string(),
-  seq: z.number(),
+  seq: int,
   created: z.boolean(),
   metric: z.string().optional(),
   value: z.string().optional(),
@@ -461,11 +472,17 @@ function fail(what: string, v: unknown): never {
   throw new Error(`outbox record: ${what} is ${JSON.stringify(v)}`);
 }
 
-/** Award lists (points[i].awards, legacy awards[i].awards): their boost lists normalised in place. */
+/** An integer of the record as `int` reads it: digits become the number ('' is none: NaN). */
+const intOf = <T>(v: T): T => (typeof v === 'string' ? ((v === '' ? Number.NaN : Number(v)) as T) : v);
+
+/** Award lists (points[i].awards, legacy awards[i].awards): their integers and boost lists normalised in place. */
 function trustedAwards(v: unknown): LuaAward[] {
   const awards = listOf<LuaAward>(v);
   for (const a of awards) {
-    if (typeof a.id !== 'string' || typeof a.total !== 'number' || typeof a.awarded !== 'number')
+    a.total = intOf(a.total);
+    a.awarded = intOf(a.awarded);
+    a.date = intOf(a.date);
+    if (typeof a.id !== 'string' || !Number.isInteger(a.total) || !Number.isInteger(a.awarded))
       fail('an award', a);
     a.boosts = listOf(a.boosts);
   }
@@ -483,15 +500,22 @@ function trustedRecord(json: unknown): UserScriptRecord {
   if (!r || typeof r !== 'object') fail('the record', r);
   if (!RECORD_OP_SET.has(r.op)) fail('op', r.op);
   if (typeof r.id !== 'string' || typeof r.user !== 'string') fail('id or user', [r.id, r.user]);
-  if (typeof r.now !== 'number' || typeof r.seq !== 'number') fail('now or seq', [r.now, r.seq]);
+  r.now = intOf(r.now);
+  r.seq = intOf(r.seq);
+  if (!Number.isInteger(r.now) || !Number.isInteger(r.seq)) fail('now or seq', [r.now, r.seq]);
   if (typeof r.tz !== 'string' || typeof r.date !== 'string') fail('tz or date', [r.tz, r.date]);
   if (typeof r.created !== 'boolean') fail('created', r.created);
   if (r.freq !== undefined && !FREQUENCIES.has(r.freq)) fail('freq', r.freq);
   r.completions = listOf(r.completions);
+  for (const c of r.completions) c.at = intOf(c.at);
   r.boards = listOf(r.boards);
   if (r.points !== undefined) {
     const points = listOf<NonNullable<UserScriptRecord['points']>[number]>(r.points);
-    for (const p of points) p.awards = trustedAwards(p.awards);
+    for (const p of points) {
+      p.total = intOf(p.total);
+      p.added = intOf(p.added);
+      p.awards = trustedAwards(p.awards);
+    }
     r.points = points;
   }
   if (r.awards !== undefined) {
@@ -507,10 +531,17 @@ function trustedRecord(json: unknown): UserScriptRecord {
   if (r.battrs !== undefined) r.battrs = mapOf(r.battrs);
   if (r.profile !== undefined) r.profile = mapOf(r.profile);
   const s = r.streak;
-  if (!s || typeof s !== 'object' || typeof s.length !== 'number') fail('streak', s);
+  if (!s || typeof s !== 'object') fail('streak', s);
+  s.length = intOf(s.length);
+  s.freezes = intOf(s.freezes);
+  if (s.lastMet !== undefined) s.lastMet = intOf(s.lastMet);
+  if (s.lost !== undefined) s.lost = intOf(s.lost);
+  if (!Number.isInteger(s.length)) fail('streak', s);
   if (s.periods !== undefined) {
     const periods = listOf<NonNullable<LuaStreak['periods']>[number]>(s.periods);
     for (const p of periods) {
+      p.idx = intOf(p.idx);
+      p.length = intOf(p.length);
       if (p.freeze === undefined) p.freeze = false;
       if (p.pause === undefined) p.pause = false;
     }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userPart } from '../helpers/user-hash';
 import { userField } from '../../src/redis/user-hash';
 import { awaitBackdates, runBackdate } from '../../src/services/backdate';
-import { HistoryWriter } from '../../src/workers/history-writer';
+import { HistoryWriter, parseRecord } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // Backdating (semantics §3.4): activating an achievement, or editing an active one's requirement,
@@ -105,11 +105,11 @@ describe('backdating', () => {
     const shard = t.deps.keys.user('p1').shard;
     const entries = await t.deps.redis.xrange(t.deps.keys.outbox(shard), '-', '+');
     const records = entries
-      .map(([, f]) => JSON.parse(f[1]!))
+      .map(([, f]) => parseRecord(f)!)
       .filter((r) => r.user === 'p1' && r.op === 'backdate' && r.completions[0]?.id === ids.five);
     expect(records).toHaveLength(1);
-    expect(records[0].completions.map((c: { id: string }) => c.id)).toEqual([ids.five, ids.combo]);
-    expect(records[0].completions[0].at).toBe(t.clock.now());
+    expect(records[0]!.completions.map((c) => c.id)).toEqual([ids.five, ids.combo]);
+    expect(records[0]!.completions[0]!.at).toBe(t.clock.now());
     // Completion counts follow once the history writer has written the records.
     await t.settle();
     const completions = await t.api('GET', '/v1/achievements');

@@ -210,6 +210,43 @@ describe('history writer', () => {
     expect(await good.lag()).toBe(0);
   });
 
+  it('reads the integers the user script writes as digits (outbox and reply) as numbers', async () => {
+    const body = await send('digits-1', 3);
+    expect(body.total).toBe(3);
+    let entry: string[] | undefined;
+    for (let shard = 0; shard < t.deps.config.USER_SHARDS && !entry; shard++) {
+      for (const [, fields] of await t.deps.redis.xrange(t.deps.keys.outbox(shard), '-', '+'))
+        if (fields[fields.indexOf('r') + 1]?.includes('"digits-1"')) entry = fields;
+    }
+    const raw = JSON.parse(entry![entry!.indexOf('r') + 1]!);
+    // cjson would print each through snprintf: the script sends digits.
+    const digitsOnly = expect.stringMatching(/^\d+$/);
+    expect([raw.now, raw.seq, raw.completions[0].at, raw.points[0].total, raw.points[0].added]).toEqual([
+      digitsOnly,
+      '1',
+      raw.now,
+      '13',
+      '13',
+    ]);
+    for (const a of raw.points[0].awards)
+      expect([a.awarded, a.total, a.date]).toEqual([digitsOnly, digitsOnly, raw.now]);
+    expect([raw.streak.length, raw.streak.periods[0].idx]).toEqual(['1', digitsOnly]);
+    const r = parseRecord(entry!)!;
+    expect([r.now, r.seq, r.completions[0]!.at, r.streak.length]).toEqual([
+      Number(raw.now),
+      1,
+      Number(raw.now),
+      1,
+    ]);
+    expect(r.awards[0]!.awards.map((a) => a.awarded).sort((a, b) => a - b)).toEqual([3, 10]);
+    await new HistoryWriter(t.deps, { consumer: 'w-digits' }).drainOnce();
+    const [row] = await t.deps.db
+      .select({ n: count(), s: sum(pointsAwards.awarded) })
+      .from(pointsAwards)
+      .where(eq(pointsAwards.userId, 'digits-1'));
+    expect([row!.n, Number(row!.s)]).toEqual([2, 13]);
+  });
+
   it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
     // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
     // the user, as rebuild and verify read it), not three entries per row.

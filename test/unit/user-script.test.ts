@@ -55,6 +55,32 @@ const record = {
   battrs: {},
   freq: 'daily',
 };
+/**
+ * The same record as the user script now writes it: its integers as digits (lua/applyUserOp.lua; cjson
+ * would print each number through snprintf). Records written before carry numbers.
+ */
+const digits = {
+  ...record,
+  now: '1795561686470',
+  seq: '1',
+  completions: [{ id: 'a1', cid: 'c1', at: '1795561686470' }],
+  points: [
+    {
+      ...record.points[0]!,
+      total: '15',
+      added: '15',
+      awards: [{ ...record.points[0]!.awards[0]!, awarded: '15', total: '15', date: '1795561686470' }],
+    },
+  ],
+  streak: {
+    ...record.streak,
+    length: '1',
+    freezes: '0',
+    lost: '0',
+    lastMet: '1',
+    periods: [{ idx: '1', length: '1', freeze: false, pause: false }],
+  },
+};
 const extra = {
   ts: '1795561686470123',
   epoch: 1,
@@ -119,6 +145,7 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     const { points: _, ...noPoints } = record;
     const variants: unknown[] = [
       record,
+      digits,
       { ...record, eattrs: {}, idem: 'm1|k', moves: {}, streak: { ...record.streak, pauses: {} } },
       { ...record, boards: [{ id: 'b1', run: '2026-11-01', value: '15', ap: true }], battrs: [] },
       { ...noPoints, op: 'upsert', completions: {}, awards: {}, profile: { id: 'u1', 'a:plan': 'pro' } },
@@ -143,7 +170,9 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     // Both refuse what the writer could not key rows on.
     for (const bad of [
       { ...record, user: 7 },
-      { ...record, now: '1' },
+      { ...record, now: 'soon' },
+      { ...record, now: '1.5' },
+      { ...digits, seq: '' },
       { ...record, streak: {} },
     ]) {
       expect(() => validatedRecord(['r', JSON.stringify(bad)])).toThrow();
@@ -160,6 +189,7 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     ];
     for (const v of [
       record,
+      digits,
       { ...record, moves, boards: [{ id: 'b1', run: '2026-11-01', value: '6', ap: true }] },
       { ...record, moves: {}, eattrs: {}, battrs: [], completions: {} },
       { ...record, op: 'upsert', points: undefined, profile: { id: 'u1', tz: 'UTC' } },
@@ -193,6 +223,18 @@ describe('user script contract (src/redis/user-script.ts)', () => {
     // The short answers of a multi-op call.
     expect(quietOutcome('d')).toBe('done');
     expect(quietOutcome('r')).toBe('replayed');
+  });
+
+  it('reads a record whose integers are digits as the same record with numbers', () => {
+    const { streak, ...rest } = validatedRecord(['r', JSON.stringify(digits)])!;
+    const fromNumbers = validatedRecord([
+      'r',
+      JSON.stringify({ ...record, streak: { ...record.streak, lost: 0, lastMet: 1 } }),
+    ])!;
+    expect({ ...rest, streak }).toEqual(fromNumbers);
+    expect(parseRecord(['r', JSON.stringify(digits)])).toEqual(fromNumbers);
+    const reply = parseReply(JSON.stringify(digits));
+    expect(reply.kind === 'record' && reply.record.points?.[0]?.awards[0]?.awarded).toBe(15);
   });
 
   it('refuses a record outside the contract rather than guessing', () => {
