@@ -19,6 +19,7 @@ import {
 } from '../../src/workers/history-writer';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard } from '../helpers/leaderboards';
+import { recentEvents } from '../../src/dashboard/data';
 
 let t: TestServer;
 let metricId: string;
@@ -239,6 +240,9 @@ describe('history writer', () => {
       1,
     ]);
     expect(r.awards[0]!.awards.map((a) => a.awarded).sort((a, b) => a - b)).toEqual([3, 10]);
+    // The dashboard's recent events read the record not stored yet the same way.
+    const recent = (await recentEvents(t.deps, 1000, 100)).find((e) => e.userId === 'digits-1');
+    expect(recent).toMatchObject({ at: Number(raw.now), value: 3, points: 13, achievements: 1 });
     await new HistoryWriter(t.deps, { consumer: 'w-digits' }).drainOnce();
     const [row] = await t.deps.db
       .select({ n: count(), s: sum(pointsAwards.awarded) })
