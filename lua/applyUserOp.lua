@@ -112,6 +112,10 @@ local function derivedId(eventId, k)
   return string.sub(eventId, 1, 24) .. string.format('%012x', (tail + k) % 281474976710656)
 end
 
+-- The KEYS of one op of a multi-op call, and of one fused board move: tables kept from op to op (an
+-- op does not keep them past its own end) rather than made and grown anew for each.
+local OP_KEYS, MOVE_KEYS = {}, {}
+
 local function err(code, extra)
   local e = extra or {}
   e.err = code
@@ -412,8 +416,9 @@ local function applyOne(KEYS, ARGV, quiet)
       local fb = ctx.boards[f.b]
       local value = nvAt[f.b]
       if value then
-        local K = {}
+        local K = MOVE_KEYS
         for j = 1, f.kn do K[j] = KEYS[f.ki + j - 1] end
+        for j = f.kn + 1, #K do K[j] = nil end
         -- Value, seq, time and cap as numbers (updateBoard's tonumber keeps them): no text round trip.
         local m = updateBoard(K, { user.id, value, seq, now, '', f.max, '0', '0', quiet and '1' or '0' })
         m.id = fb.id
@@ -539,10 +544,11 @@ local function run(KEYS, ARGV)
     for _ = 1, nOps do
       -- An op's keys as applyOne reads them: its own, the group's, then its older idempotency buckets.
       local nOwn, nExtra = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-      local K = {}
+      local K, n = OP_KEYS, nOwn + nTail + nExtra
       for j = 1, nOwn do K[j] = KEYS[at + j] end
       for j = 1, nTail do K[nOwn + j] = tail[j] end
       for j = 1, nExtra do K[nOwn + nTail + j] = KEYS[at + nOwn + j] end
+      for j = n + 1, #K do K[j] = nil end
       at = at + nOwn + nExtra
       replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 2], wire, ctx }, true)
       i = i + 3

@@ -16,15 +16,20 @@ local function loadUser(key)
 end
 
 -- An op's writes to the user hash, applied by one HSET: put(prefix, field, value) adds one
--- (prefix '' for a profile field); flush(key) writes them.
+-- (prefix '' for a profile field); flush(key) writes them. Ops are applied one at a time (also in a
+-- multi-op call), so one buffer serves them all: its first WN entries are the op's, and it keeps its
+-- size from call to call (served as a Redis Function) instead of growing anew, a rehash at each
+-- doubling, for every op.
+local W, WN = {}, 0
+local function userPut(prefix, field, value)
+  W[WN + 1] = prefix .. field
+  W[WN + 2] = value
+  WN = WN + 2
+end
+local function userFlush(key)
+  if WN > 0 then redis.call('HSET', key, unpack(W, 1, WN)) end
+end
 local function userWrites()
-  local w = {}
-  local function put(prefix, field, value)
-    w[#w + 1] = prefix .. field
-    w[#w + 1] = value
-  end
-  local function flush(key)
-    if #w > 0 then redis.call('HSET', key, unpack(w)) end
-  end
-  return put, flush
+  WN = 0
+  return userPut, userFlush
 end
