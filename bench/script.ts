@@ -11,11 +11,12 @@
  * (the same code gives the same count to about 0.5 %): the figure to compare two versions of the
  * script by. `--writer` then runs the history writer until the outbox is empty and reports Redis's
  * share of it the same way. `--profile FILE` keeps callgrind's output of the last round
- * (callgrind_annotate FILE shows where the instructions went). Everything it created is removed.
+ * (callgrind_annotate FILE shows where the instructions went); `--lua-profile FILE` tallies the
+ * script's Lua time by line (bench/README.md). Everything it created is removed.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { acceptBatch, processBatch } from '../src/services/batch-events';
+import { functionLibrary } from '../src/redis/scripts';
 import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
 import { startWorkers } from '../src/workers';
 import { freePort } from './lib/processes';
@@ -39,6 +41,8 @@ interface Options {
   apiCallgrind: boolean;
   writer: boolean;
   profile: string | null;
+  /** Where the user script's Lua time went, by line (needs a redis-server whose Functions keep `debug`). */
+  luaProfile: string | null;
 }
 
 function parse(argv: string[]): Options {
@@ -50,6 +54,7 @@ function parse(argv: string[]): Options {
     apiCallgrind: false,
     writer: false,
     profile: null,
+    luaProfile: null,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -60,14 +65,19 @@ function parse(argv: string[]): Options {
     else if (a === '--api-callgrind') o.apiCallgrind = true;
     else if (a === '--writer') o.writer = true;
     else if (a === '--profile') o.profile = argv[++i] ?? null;
+    else if (a === '--lua-profile') o.luaProfile = argv[++i] ?? null;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
   if (!['single', 'batch', 'batches'].includes(o.mode)) throw new Error('--mode is single, batch or batches');
   if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
+  if (o.luaProfile && (o.callgrind || o.apiCallgrind))
+    throw new Error(
+      '--lua-profile counts Lua instructions by a hook: run it without --callgrind or --api-callgrind',
+    );
   if (o.apiCallgrind && (o.callgrind || o.writer))
     throw new Error('--api-callgrind measures this process alone (without --callgrind or --writer)');
   return o;
@@ -114,6 +124,63 @@ async function underCallgrind(): Promise<number> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** --lua-profile samples the running line once every this many Lua VM instructions. */
+const LUA_SAMPLE_EVERY = 7;
+
+/**
+ * --lua-profile: the user script's library loaded again under its own name, its function run under a
+ * count hook that tallies the line (and the function) running every LUA_SAMPLE_EVERY VM instructions,
+ * and a second function that hands the tallies over. Lua only: what C runs for the script (redis.call,
+ * cjson) is callgrind's to count. Redis hides `debug` from Functions; this needs a redis-server built
+ * with function_lua.c's error-handler chunk keeping it (bench/README.md).
+ */
+function profiledLibrary(): { code: string; lines: string; source: string[] } {
+  const { library, code } = functionLibrary('applyUserOp');
+  const register = `redis.register_function('${library}', served)`;
+  const profiled = [
+    'local tally = {}',
+    "local function hook() local i = debug.getinfo(2, 'Sl') if i and i.currentline then local k = i.linedefined * 100000 + i.currentline tally[k] = (tally[k] or 0) + 1 end end",
+    `redis.register_function('${library}', function(K, A) debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end)`,
+    `redis.register_function('${library}_lines', function() local out = {} for k, v in pairs(tally) do out[#out + 1] = k out[#out + 1] = v end tally = {} return out end)`,
+  ].join('\n');
+  if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
+  // Lua numbers the lines from the `#!lua` line on.
+  return { code: code.replace(register, profiled), lines: `${library}_lines`, source: code.split('\n') };
+}
+
+/** The report of --lua-profile: samples by function and by line, with the line's code. */
+function luaReport(tallies: number[], source: string[], events: number): string {
+  const byLine = new Map<number, number>();
+  const byFn = new Map<number, number>();
+  let total = 0;
+  for (let i = 0; i < tallies.length; i += 2) {
+    const key = tallies[i]!;
+    const n = tallies[i + 1]!;
+    const fn = Math.floor(key / 100000);
+    byLine.set(key % 100000, (byLine.get(key % 100000) ?? 0) + n);
+    byFn.set(fn, (byFn.get(fn) ?? 0) + n);
+    total += n;
+  }
+  const text = (line: number) => (source[line - 1] ?? '').trim().slice(0, 110);
+  const pct = (n: number) => `${((100 * n) / total).toFixed(1).padStart(5)}%`;
+  const out = [
+    `${total} samples, one per ${LUA_SAMPLE_EVERY} Lua VM instructions: about ${Math.round((total * LUA_SAMPLE_EVERY) / events).toLocaleString('en')} VM instructions per event`,
+    '',
+    'by function (the line it is defined on)',
+    ...[...byFn]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 40)
+      .map(([l, n]) => `${pct(n)}  ${String(l).padStart(5)}  ${text(l)}`),
+    '',
+    'by line',
+    ...[...byLine]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 80)
+      .map(([l, n]) => `${pct(n)}  ${String(l).padStart(5)}  ${text(l)}`),
+  ];
+  return `${out.join('\n')}\n`;
 }
 
 /** A throwaway redis-server (optionally under callgrind, instrumentation off until asked). */
@@ -283,6 +350,18 @@ async function main(): Promise<void> {
     };
 
     await round(); // warm-up: the library loads, the plan is cached, the boards exist
+    const lua = opts.luaProfile ? profiledLibrary() : null;
+    if (lua) {
+      try {
+        await redis.client.function('LOAD', 'REPLACE', lua.code);
+        await round(); // the profiled library's own warm-up (its plans cache anew)
+        await redis.client.fcall(lua.lines, 0);
+      } catch (err) {
+        throw new Error(
+          `--lua-profile needs a redis-server whose Functions see \`debug\` (bench/README.md): ${err}`,
+        );
+      }
+    }
     const figures: number[] = [];
     let unit = '';
     for (let r = 0; r < opts.rounds; r++) {
@@ -330,6 +409,11 @@ async function main(): Promise<void> {
       );
       out.writerPerEvent = Math.round(w.value);
       sentence += `; history writer (backlog of ${total}): ${Math.round(w.value).toLocaleString('en')} ${w.unit} of Redis per event`;
+    }
+    if (lua && opts.luaProfile) {
+      const tallies = ((await redis.client.fcall(lua.lines, 0)) as unknown[]).map(Number);
+      writeFileSync(opts.luaProfile, luaReport(tallies, lua.source, opts.events * opts.rounds));
+      sentence += `; the Lua profile is in ${opts.luaProfile}`;
     }
     console.log(JSON.stringify(out));
     console.log(sentence);
