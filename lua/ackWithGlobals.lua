@@ -20,14 +20,16 @@ Reply: the number of records whose indexes were updated.
 
 local input = cjson.decode(ARGV[1])
 local records = {}
-for _, rec in ipairs(input.r) do
+for _k = 1, #input.r do
+  local rec = input.r[_k]
   local T = {}
-  for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
+  for _k = 1, #rec.t do local t = rec.t[_k] T[#T + 1] = { KEYS[t[1]], t[2] } end
   records[#records + 1] = { A = rec.a, T = T }
 end
 updateGlobalsMany(KEYS, records)
 local n = #records
-for _, x in ipairs(input.x) do
+for _k = 1, #input.x do
+  local x = input.x[_k]
   local key = KEYS[x[1]]
   local ids = {}
   for i = 2, #x do ids[#ids + 1] = x[i] end

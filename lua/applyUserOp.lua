@@ -227,13 +227,16 @@ local function applyOne(KEYS, ARGV, quiet)
   if op == 'event' then
     v = tonumber(input.value)
     total1 = bounded(num(U.metrics[metricId], 0) + v)
-    for _, a in ipairs(plan.achievements.metric) do
+    for _k = 1, #plan.achievements.metric do
+      local a = plan.achievements.metric[_k]
       if a.ef and #a.ef > 0 and matches(a.ef, eattrs) then
         counters['af:' .. a.id] = bounded(counter('af:' .. a.id) + v)
       end
     end
-    for _, sys in ipairs(plan.systems) do
-      for _, t in ipairs(sys.mt) do
+    for _k = 1, #plan.systems do
+      local sys = plan.systems[_k]
+      for _k = 1, #sys.mt do
+        local t = sys.mt[_k]
         if matches(t.ef, eattrs) then
           local tf = triggerFields(t)
           counters[tf] = bounded(counter(tf) + v)
@@ -247,7 +250,8 @@ local function applyOne(KEYS, ARGV, quiet)
   if S.on then
     resolved, lost, eff, sums = streakAdvance(S, st, cur, skip)
     if op == 'event' then
-      for _, c in ipairs(S.conds) do
+      for _k = 1, #S.conds do
+        local c = S.conds[_k]
         if c.m == metricId then sums[c.m] = bounded((sums[c.m] or 0) + v) end
       end
     end
@@ -258,7 +262,8 @@ local function applyOne(KEYS, ARGV, quiet)
   local boardValue, boardStore = userBoards(U.boards, function(f, raw) put('b:', f, raw) end)
   local boardValues = {}
   if op == 'event' and v ~= 0 then
-    for _, b in ipairs(ctx.boards) do
+    for _k = 1, #ctx.boards do
+      local b = ctx.boards[_k]
       if b.kind == 'metric' and b.ref == metricId then
         boardValues[b.id .. '|' .. b.run] = bounded(boardValue(b.id, b.run) + v)
       end
@@ -312,7 +317,8 @@ local function applyOne(KEYS, ARGV, quiet)
   local streakChanged = increased or lost > 0 or (restore ~= nil and restore.to ~= nil)
 
   local periods = {}
-  for _, r in ipairs(resolved) do
+  for _k = 1, #resolved do
+    local r = resolved[_k]
     periods[#periods + 1] = { idx = r[1], length = r[2], freeze = r[3], pause = r[4] }
   end
   if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
@@ -347,7 +353,8 @@ local function applyOne(KEYS, ARGV, quiet)
     streakLen = increased and st.length or nil, completions = completions, nextId = nextId,
     date = input.at or now,
   }
-  for i, sys in ipairs(plan.systems) do
+  for i = 1, #plan.systems do
+    local sys = plan.systems[i]
     local before = num(U.points[sys.id], 0)
     local awards, total, over = awardPoints(sys, before, pctx)
     if over then pointsOverflow = true end
@@ -359,7 +366,7 @@ local function applyOne(KEYS, ARGV, quiet)
       put('n:', sys.id, fmt(total))
       later(function()
         local length = 0
-        for _, a in ipairs(awards) do length = redis.call('LPUSH', listKey, awardEntry(a)) end
+        for _k = 1, #awards do local a = awards[_k] length = redis.call('LPUSH', listKey, awardEntry(a)) end
         -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
         if length > 10 then redis.call('LTRIM', listKey, '0', '9') end
       end)
@@ -376,7 +383,7 @@ local function applyOne(KEYS, ARGV, quiet)
 
   -- ------------------------------------------------------------ write
 
-  for _, f in ipairs(deferred) do f() end
+  for _k = 1, #deferred do local f = deferred[_k] f() end
 
   local cw = {}
   for f, val in pairs(counters) do
@@ -388,7 +395,8 @@ local function applyOne(KEYS, ARGV, quiet)
   -- Per-run leaderboard values (the boards' own scripts rank them).
   -- nvAt[i]: the new value on ctx.boards[i] (the fused moves below find theirs by that index).
   local boards, nvAt = {}, {}
-  for i, b in ipairs(ctx.boards) do
+  for i = 1, #ctx.boards do
+    local b = ctx.boards[i]
     local f = b.id .. '|' .. b.run
     local nv = nil
     if b.kind == 'metric' and boardValues[f] ~= nil then
@@ -412,7 +420,8 @@ local function applyOne(KEYS, ARGV, quiet)
   local moves = nil
   if ctx.fuse then
     local applied = {}
-    for _, f in ipairs(ctx.fuse) do
+    for _k = 1, #ctx.fuse do
+      local f = ctx.fuse[_k]
       local fb = ctx.boards[f.b]
       local value = nvAt[f.b]
       if value then
@@ -431,8 +440,9 @@ local function applyOne(KEYS, ARGV, quiet)
       -- The outbox record says so (board.ap), so the history writer does not look these moves up:
       -- the user hash's r: fields are only for the moves the caller applies itself.
       local moved = {}
-      for _, id in ipairs(applied) do moved[id] = true end
-      for _, b in ipairs(boards) do
+      for _k = 1, #applied do local id = applied[_k] moved[id] = true end
+      for _k = 1, #boards do
+        local b = boards[_k]
         if moved[b.id] then b.ap = true end
       end
     end
@@ -440,14 +450,17 @@ local function applyOne(KEYS, ARGV, quiet)
   flush(K_USER)
 
   local battrs = {}
-  for _, k in ipairs(plan.breakdownKeys or {}) do
+  local breakdownKeys = plan.breakdownKeys or {}
+  for _k = 1, #breakdownKeys do
+    local k = breakdownKeys[_k]
     if attrs[k] then battrs[k] = attrs[k] end
   end
 
   -- A quiet op whose boards were all moved here answers 'd' (below): its record is only the outbox
   -- entry, which needs no moves (they are the reply's, src/services/user-op.ts).
   local left = false
-  for _, b in ipairs(boards) do
+  for _k = 1, #boards do
+    local b = boards[_k]
     if not b.ap then left = true end
   end
   if quiet and not left then moves = nil end
@@ -463,13 +476,16 @@ local function applyOne(KEYS, ARGV, quiet)
   -- take digits or numbers (src/redis/user-script.ts trustedRecord, recordSchema).
   streakOut.length, streakOut.freezes, streakOut.lost = fmt(st.length), fmt(st.freezes), fmt(lost)
   if st.lastMet ~= nil then streakOut.lastMet = fmt(st.lastMet) end
-  for _, p in ipairs(periods) do
+  for _k = 1, #periods do
+    local p = periods[_k]
     p.idx, p.length = fmt(p.idx), fmt(p.length)
   end
-  for _, c in ipairs(completions) do c.at = fmt(c.at) end
-  for _, p in ipairs(pointsReply) do
+  for _k = 1, #completions do local c = completions[_k] c.at = fmt(c.at) end
+  for _k = 1, #pointsReply do
+    local p = pointsReply[_k]
     p.total, p.added = fmt(p.total), fmt(p.added)
-    for _, a in ipairs(p.awards) do
+    for _k = 1, #p.awards do
+      local a = p.awards[_k]
       a.total, a.awarded, a.date = fmt(a.total), fmt(a.awarded), fmt(a.date)
     end
   end

@@ -20,7 +20,8 @@ local ACHIEVEMENTS, STREAK = 3, 5
 
 local writes = {}
 local moved = 0
-for i, prefix in ipairs(PREFIXES) do
+for i = 1, #PREFIXES do
+  local prefix = PREFIXES[i]
   local key = KEYS[i + 1]
   local raw = redis.call('HGETALL', key)
   -- A hash with a 'created' field is a profile: the user hash of a user whose id ends in ':<part>'
@@ -59,7 +60,7 @@ for i, prefix in ipairs(PREFIXES) do
     if #periods > 0 then
       table.sort(periods, function(a, b) return a[1] < b[1] end)
       local entries = {}
-      for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p[1], p[2], p[3], p[4]) end
+      for _k = 1, #periods do local p = periods[_k] entries[#entries + 1] = histEntry(p[1], p[2], p[3], p[4]) end
       redis.call('SET', KEYS[9], histAppend('', entries))
     end
     redis.call('DEL', key)

@@ -49,7 +49,9 @@ end
 redis.call('HSET', K_USER, unpack(writes))
 
 local battrs = {}
-for _, k in ipairs(input.breakdownKeys or {}) do
+local breakdownKeys = input.breakdownKeys or {}
+for _k = 1, #breakdownKeys do
+  local k = breakdownKeys[_k]
   local v = redis.call('HGET', K_USER, 'a:' .. k)
   if v then battrs[k] = v end
 end

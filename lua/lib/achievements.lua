@@ -13,7 +13,8 @@ local function evaluateAchievements(plan, op, done, attrs, total, counter, strea
     completed = completed + 1
   end
   if op == 'event' then
-    for _, a in ipairs(plan.achievements.metric) do
+    for _k = 1, #plan.achievements.metric do
+      local a = plan.achievements.metric[_k]
       local value = total
       if a.ef and #a.ef > 0 then value = counter('af:' .. a.id) end
       if a.active and not done[a.id] and value >= a.thr and matches(a.uf, attrs) then take(a.id) end
@@ -22,7 +23,8 @@ local function evaluateAchievements(plan, op, done, attrs, total, counter, strea
   if op == 'complete' and not done[plan.api.id] then take(plan.api.id) end
   if op == 'backdate' and not done[plan.api.id] and matches(plan.api.uf, attrs) then take(plan.api.id) end
   if streakLen then
-    for _, a in ipairs(plan.achievements.streak) do
+    for _k = 1, #plan.achievements.streak do
+      local a = plan.achievements.streak[_k]
       if not done[a.id] and streakLen >= a.len and matches(a.uf, attrs) then take(a.id) end
     end
   end
@@ -30,10 +32,12 @@ local function evaluateAchievements(plan, op, done, attrs, total, counter, strea
   local more = true
   while more do
     more = false
-    for _, a in ipairs(plan.achievements.composite) do
+    for _k = 1, #plan.achievements.composite do
+      local a = plan.achievements.composite[_k]
       if not done[a.id] and matches(a.uf, attrs) then
         local all = true
-        for _, pre in ipairs(a.pre) do
+        for _k = 1, #a.pre do
+          local pre = a.pre[_k]
           if not done[pre] then all = false end
         end
         if all then

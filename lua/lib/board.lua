@@ -127,9 +127,10 @@ local function updateBoard(K, A)
     local all = redis.call('ZRANGE', B.ranking, '0', '-1')
     if #all > 0 then
       local ids = {}
-      for i, m in ipairs(all) do ids[i] = string.sub(m, 17) end
+      for i = 1, #all do local m = all[i] ids[i] = string.sub(m, 17) end
       local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
-      for i, m in ipairs(all) do
+      for i = 1, #all do
+        local m = all[i]
         if boardLapsed(isStreak, metas[i], now) then boardZrem(B, m) end
       end
     end

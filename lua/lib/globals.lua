@@ -27,7 +27,8 @@ local function updateGlobalsMany(K, records)
   local longest, longestOrder = {}, {}
   -- Every 'set' in order: {userId, length, extended, now} (the longest's "first reached at" below).
   local lengths = {}
-  for _, rec in ipairs(records) do
+  for _k = 1, #records do
+    local rec = records[_k]
     local A = rec.A
     local userId, now = A[1], A[2]
     if A[3] == '1' then created = created + 1 end
@@ -40,7 +41,8 @@ local function updateGlobalsMany(K, records)
       end
       completions[id] = completions[id] + 1
     end
-    for _, t in ipairs(rec.T) do
+    for _k = 1, #rec.T do
+      local t = rec.T[_k]
       local key, total = t[1], t[2]
       local byUser = totals[key]
       if not byUser then
@@ -65,11 +67,13 @@ local function updateGlobalsMany(K, records)
   end
 
   if created > 0 then redis.call('INCRBY', K[1], created) end
-  for _, id in ipairs(achOrder) do redis.call('HINCRBY', K[2], id, completions[id]) end
-  for _, key in ipairs(totalKeys) do
+  for _k = 1, #achOrder do local id = achOrder[_k] redis.call('HINCRBY', K[2], id, completions[id]) end
+  for _k = 1, #totalKeys do
+    local key = totalKeys[_k]
     local byUser = totals[key]
     local set, absent = {}, {}
-    for _, userId in ipairs(byUser.order) do
+    for _k = 1, #byUser.order do
+      local userId = byUser.order[_k]
       local total = byUser[userId]
       if total == '' then
         absent[#absent + 1] = '0'
@@ -83,7 +87,8 @@ local function updateGlobalsMany(K, records)
     if #absent > 0 then redis.call('ZADD', key, 'NX', unpack(absent)) end
   end
   local scores, metas, gone = {}, {}, {}
-  for _, userId in ipairs(activeOrder) do
+  for _k = 1, #activeOrder do
+    local userId = activeOrder[_k]
     local a = active[userId]
     if a then
       scores[#scores + 1] = a[1]
@@ -108,8 +113,9 @@ local function updateGlobalsMany(K, records)
   if #longestOrder > 0 then
     local before = redis.call('ZMSCORE', K[5], unpack(longestOrder))
     local cur, gone, pending, pendingOrder = {}, {}, {}, {}
-    for i, userId in ipairs(longestOrder) do cur[userId] = tonumber(before[i]) or 0 end
-    for _, r in ipairs(lengths) do
+    for i = 1, #longestOrder do local userId = longestOrder[i] cur[userId] = tonumber(before[i]) or 0 end
+    for _k = 1, #lengths do
+      local r = lengths[_k]
       local userId, len, ext, now = r[1], r[2], r[3], r[4]
       local c = cur[userId]
       if len > c then
@@ -130,13 +136,15 @@ local function updateGlobalsMany(K, records)
       end
     end
     local best = {}
-    for _, userId in ipairs(longestOrder) do
+    for _k = 1, #longestOrder do
+      local userId = longestOrder[_k]
       best[#best + 1] = string.format('%d', longest[userId])
       best[#best + 1] = userId
     end
     redis.call('ZADD', K[5], 'GT', unpack(best))
     if #gone > 0 then redis.call('HDEL', K[6], unpack(gone)) end
-    for _, f in ipairs(pendingOrder) do
+    for _k = 1, #pendingOrder do
+      local f = pendingOrder[_k]
       if pending[f] then redis.call('HSETNX', K[6], f, pending[f]) end
     end
   end

@@ -6,7 +6,9 @@
 -- The level a total reaches: its 1-based position in lv (thresholds, ascending), false for none.
 local function levelAt(lv, total)
   local found = false
-  for j, p in ipairs(lv or {}) do
+  lv = lv or {}
+  for j = 1, #lv do
+    local p = lv[j]
     if p <= total then found = j end
   end
   return found
@@ -55,7 +57,8 @@ local function awardPoints(sys, total, ctx)
     local x = base
     local applied = {}
     local n, d, mode = 1, 1, nil
-    for _, b in ipairs(boosts) do
+    for _k = 1, #boosts do
+      local b = boosts[_k]
       if matches(b.uf, ctx.attrs) then
         n = n * b.num
         d = d * b.den
@@ -85,10 +88,11 @@ local function awardPoints(sys, total, ctx)
   end
 
   if ctx.created then
-    for _, t in ipairs(sys.uc) do award(t, t.p) end
+    for _k = 1, #sys.uc do local t = sys.uc[_k] award(t, t.p) end
   end
   if ctx.op == 'event' then
-    for _, t in ipairs(sys.mt) do
+    for _k = 1, #sys.mt do
+      local t = sys.mt[_k]
       if matches(t.ef, ctx.eattrs) then
         local tf, hf = triggerFields(t)
         local h = ctx.stored(hf)
@@ -99,8 +103,11 @@ local function awardPoints(sys, total, ctx)
     end
   end
   if ctx.op == 'grant' then
-    for _, t in ipairs(sys.tt or {}) do
-      for _, g in ipairs(ctx.grant or {}) do
+    local timeTriggers, granted = sys.tt or {}, ctx.grant or {}
+    for _k = 1, #timeTriggers do
+      local t = timeTriggers[_k]
+      for _k = 1, #granted do
+        local g = granted[_k]
         -- Each slot at most once (semantics §5.6): tt:<id> is the last slot granted.
         local tf = 'tt:' .. t.id
         if g == t.id and ctx.date > ctx.counter(tf) then
@@ -111,12 +118,15 @@ local function awardPoints(sys, total, ctx)
     end
   end
   if ctx.streakLen then
-    for _, t in ipairs(sys.st) do
+    for _k = 1, #sys.st do
+      local t = sys.st[_k]
       if ctx.streakLen % t.len == 0 then award(t, t.p) end
     end
   end
-  for _, c in ipairs(ctx.completions) do
-    for _, t in ipairs(sys.at) do
+  for _k = 1, #ctx.completions do
+    local c = ctx.completions[_k]
+    for _k = 1, #sys.at do
+      local t = sys.at[_k]
       if t.ach == c.id then award(t, t.p) end
     end
   end

@@ -15,7 +15,8 @@ local function rollover(freq, st, cur, pauses, freezesOn, skip)
   while p < cur and st.length > 0 do
     local first, last = periodDays(freq, p)
     local paused = false
-    for _, pz in ipairs(pauses) do
+    for _k = 1, #pauses do
+      local pz = pauses[_k]
       if pz[1] <= last and pz[2] >= first then
         paused = true
         break
@@ -148,7 +149,7 @@ local function streakAdvance(S, st, cur, skip)
     st.curIdx = eff
     st.curMet = st.length > 0 and st.lastMet == eff
   else
-    for _, c in ipairs(S.conds) do sums[c.m] = num(st.raw['s:' .. c.m], 0) end
+    for _k = 1, #S.conds do local c = S.conds[_k] sums[c.m] = num(st.raw['s:' .. c.m], 0) end
   end
   return resolved, lost, eff, sums
 end
@@ -156,13 +157,15 @@ end
 -- Whether the period's sums meet the streak's conditions (all, or any).
 local function streakConditionsMet(S, sums)
   if S.mode == 'any' then
-    for _, c in ipairs(S.conds) do
+    for _k = 1, #S.conds do
+      local c = S.conds[_k]
       if (sums[c.m] or 0) >= c.thr then return true end
     end
     return false
   end
   if #S.conds == 0 then return false end
-  for _, c in ipairs(S.conds) do
+  for _k = 1, #S.conds do
+    local c = S.conds[_k]
     if (sums[c.m] or 0) < c.thr then return false end
   end
   return true
@@ -239,7 +242,8 @@ local function streakFields(S, st, sums)
     end
     sf[#sf + 1] = 'started'
     sf[#sf + 1] = st.started or ''
-    for _, c in ipairs(S.conds) do
+    for _k = 1, #S.conds do
+      local c = S.conds[_k]
       sf[#sf + 1] = 's:' .. c.m
       sf[#sf + 1] = fmt(sums[c.m] or 0)
     end
@@ -254,7 +258,7 @@ local function streakWrite(S, st, sf, periods, put, histKey)
   local histWrite = nil
   if S.on and #periods > 0 then
     local entries = {}
-    for _, p in ipairs(periods) do entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
+    for _k = 1, #periods do local p = periods[_k] entries[#entries + 1] = histEntry(p.idx, p.length, p.freeze, p.pause) end
     histWrite = histAppend(streakHistory(st, histKey), entries)
   elseif st.staleHist then
     histWrite = false
