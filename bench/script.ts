@@ -43,6 +43,8 @@ interface Options {
   profile: string | null;
   /** Where the user script's Lua time went, by line (needs a redis-server whose Functions keep `debug`). */
   luaProfile: string | null;
+  /** The measured rounds send their events to the warm-up round's users again (users with state). */
+  returning: boolean;
 }
 
 function parse(argv: string[]): Options {
@@ -55,6 +57,7 @@ function parse(argv: string[]): Options {
     writer: false,
     profile: null,
     luaProfile: null,
+    returning: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -66,9 +69,10 @@ function parse(argv: string[]): Options {
     else if (a === '--writer') o.writer = true;
     else if (a === '--profile') o.profile = argv[++i] ?? null;
     else if (a === '--lua-profile') o.luaProfile = argv[++i] ?? null;
+    else if (a === '--returning') o.returning = true;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
@@ -280,7 +284,8 @@ async function main(): Promise<void> {
     });
     let next = 0;
     const round = async () => {
-      const first = next;
+      // --returning: every round after the warm-up sends its events to the warm-up's users again.
+      const first = opts.returning ? 0 : next;
       next += opts.events;
       if (opts.mode === 'batches') {
         // Whole batches of 100 through the batch service, as POST /admin/v1/metrics/events runs them:
@@ -379,6 +384,7 @@ async function main(): Promise<void> {
       : [...apiRounds].sort((a, b) => a - b)[Math.floor(apiRounds.length / 2)]!;
     const out: Record<string, unknown> = {
       mode: opts.mode,
+      ...(opts.returning ? { returning: true } : {}),
       events: opts.events,
       ...(apiDir ? {} : { rounds: figures.map((f) => Math.round(f)), perEvent: Math.round(median), unit }),
       apiRounds: apiRounds.map((f) => Math.round(f)),
@@ -391,9 +397,10 @@ async function main(): Promise<void> {
       batches: 'batches of 100 (acceptance, script calls, progress, markers)',
     }[opts.mode];
     const apiPart = `this process (the API's side of the calls) ${Math.round(apiFigure).toLocaleString('en')} ${apiDir ? 'instructions (lowest round)' : 'µs of CPU'} per event`;
+    const who = opts.returning ? "returning users (the warm-up round's)" : 'new users';
     let sentence = apiDir
-      ? `${what}: ${apiPart} (${figures.length} rounds of ${opts.events} new users)`
-      : `${what}: ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} new users); ${apiPart}`;
+      ? `${what}: ${apiPart} (${figures.length} rounds of ${opts.events} ${who})`
+      : `${what}: ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} ${who}); ${apiPart}`;
     if (opts.writer) {
       const total = next;
       const running: { workers?: ReturnType<typeof startWorkers> } = {};

@@ -196,7 +196,7 @@ local function applyOne(KEYS, ARGV, quiet)
 
   if input.mustExist and not exists then return err('NO_USER') end
 
-  local attrs = attributesOf(prof, user)
+  local attrs = attributesOf(U.attrs, user)
   local done = U.achievements
 
   if op == 'complete' and not done[plan.api.id] then

@@ -3,13 +3,14 @@
 -- p:<notification type> (JSON channel list), seq.
 --!include lib/numbers.lua
 
--- The attributes after this request's upsert (filters are evaluated against them).
-local function attributesOf(prof, user)
+-- The attributes after this request's upsert (filters are evaluated against them), from the stored
+-- ones by key (lib/user.lua's attrs part) and the request's. Read, never written: without request
+-- attributes the stored table itself.
+local function attributesOf(stored, user)
+  if user.attrs == nil then return stored end
   local attrs = {}
-  for k, v in pairs(prof) do
-    if string.sub(k, 1, 2) == 'a:' then attrs[string.sub(k, 3)] = v end
-  end
-  for k, v in pairs(user.attrs or {}) do attrs[k] = v end
+  for k, v in pairs(stored) do attrs[k] = v end
+  for k, v in pairs(user.attrs) do attrs[k] = v end
   return attrs
 end
 

@@ -3,14 +3,49 @@
 
 local USER_PARTS = { m = 'metrics', c = 'counters', d = 'achievements', n = 'points', s = 'streak', b = 'boards', r = 'applied' }
 
--- The user hash split into its parts (fields without their prefix); profile holds the rest.
+-- What a field name says, kept from call to call (served as a Redis Function) rather than worked out
+-- with two or three string functions for every field of every user read (a returning user's hash has
+-- about 26): FIELD_PART[f] its part ('profile' for a profile field, 'attrs' for a profile attribute
+-- a:<key>), FIELD_NAME[f] its name there (without the prefix). Field names are the configuration's ids
+-- and the profile's names, a small set; past FIELD_MAX (attribute keys, counters of past epochs) the
+-- tables start over.
+local FIELD_PART, FIELD_NAME, FIELD_COUNT, FIELD_MAX = {}, {}, 0, 4096
+local function learnField(f)
+  if FIELD_COUNT >= FIELD_MAX then FIELD_PART, FIELD_NAME, FIELD_COUNT = {}, {}, 0 end
+  local part = string.byte(f, 2) == 58 and USER_PARTS[string.sub(f, 1, 1)]
+  if part then
+    FIELD_NAME[f] = string.sub(f, 3)
+  elseif string.sub(f, 1, 2) == 'a:' then
+    part = 'attrs'
+    FIELD_NAME[f] = string.sub(f, 3)
+  else
+    part = 'profile'
+    FIELD_NAME[f] = f
+  end
+  FIELD_PART[f] = part
+  FIELD_COUNT = FIELD_COUNT + 1
+  return part
+end
+
+-- The user hash split into its parts (fields without their prefix); profile holds the rest, and attrs
+-- the profile's attributes again by their keys (a:<key> -> <key>), read only: a user without any
+-- shares NO_ATTRS.
+local NO_ATTRS = {}
 local function loadUser(key)
   local raw = redis.call('HGETALL', key)
-  local u = { profile = {}, metrics = {}, counters = {}, achievements = {}, points = {}, streak = {}, boards = {}, applied = {} }
+  local u = { profile = {}, attrs = NO_ATTRS, metrics = {}, counters = {}, achievements = {}, points = {}, streak = {}, boards = {}, applied = {} }
   for i = 1, #raw, 2 do
-    local f = raw[i]
-    local part = string.byte(f, 2) == 58 and USER_PARTS[string.sub(f, 1, 1)]
-    if part then u[part][string.sub(f, 3)] = raw[i + 1] else u.profile[f] = raw[i + 1] end
+    local f, v = raw[i], raw[i + 1]
+    local part = FIELD_PART[f] or learnField(f)
+    if part == 'profile' then
+      u.profile[f] = v
+    elseif part == 'attrs' then
+      u.profile[f] = v
+      if u.attrs == NO_ATTRS then u.attrs = {} end
+      u.attrs[FIELD_NAME[f]] = v
+    else
+      u[part][FIELD_NAME[f]] = v
+    end
   end
   return u
 end
