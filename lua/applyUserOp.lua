@@ -437,8 +437,8 @@ local function applyOne(KEYS, ARGV, quiet)
       end
     end
     if #applied > 0 then
-      -- The outbox record says so (board.ap), so the history writer does not look these moves up:
-      -- the user hash's r: fields are only for the moves the caller applies itself.
+      -- The outbox record says so (board.ap), so the history writer does not look these moves up (it
+      -- reads the board's member entry for the moves the caller applies itself).
       local moved = {}
       for _k = 1, #applied do local id = applied[_k] moved[id] = true end
       for _k = 1, #boards do

@@ -21,7 +21,11 @@ export const USER_PARTS = {
   streak: 's:',
   /** boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run before it. */
   boards: 'b:',
-  /** boardId -> seq of the latest op whose board move the API applied itself (not the user script's fused moves: their record says so); lets the writer skip repairs. */
+  /**
+   * boardId -> seq of an op whose board move the API applied itself: written by earlier versions as a
+   * hint for the history writer's repair pass, which now reads the board's member entry instead
+   * (unappliedBoardMoves). Still read as a part, so such fields never show as profile fields.
+   */
   applied: 'r:',
 } as const;
 

@@ -169,6 +169,31 @@ async function allRanked(
   return entries.map((e, i) => ({ ...e, rank: i + 1 }));
 }
 
+/**
+ * Of an op's board values (`boards`: an outbox record's), those whose move is not applied yet. The board
+ * script writes the op's seq into the user's member entry ("value|changedAt|group|seq|expires") with
+ * every update it applies, ranked or not, and ignores one whose seq it has already seen: an entry at
+ * this seq or a later one means applied. A value for another run than the board's run of the op's
+ * date, or for a run already finalised (its rankings are its snapshot, its Redis keys are removed), is
+ * never applied (applyBoardUpdates would not write the first; the second would bring back dropped keys).
+ */
+export async function unappliedBoardMoves(
+  deps: Deps,
+  op: { userId: string; seq: number; localDate: string; boards: UserOpResult['boards'] },
+): Promise<UserOpResult['boards']> {
+  const snap = deps.catalog.snapshot;
+  const now = deps.clock.now();
+  const open = op.boards.filter((u) => {
+    const board = snap.leaderboardsById.get(u.id);
+    const run = board && runContaining(board, op.localDate);
+    return !!board && !!run && run.start === u.run && !isFinalised(board, run, now);
+  });
+  const metas = await Promise.all(
+    open.map((u) => deps.redis.hget(deps.keys.board(u.id).members(u.run), op.userId)),
+  );
+  return open.filter((_, i) => !(Number(metas[i]?.split('|')[3] ?? -1) >= op.seq));
+}
+
 /** A window of ranked users: from `offset`, or from the user's index + offset when userId is given. */
 export async function rankingsWindow(
   deps: Deps,

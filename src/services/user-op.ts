@@ -4,7 +4,7 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
-import { decodeCompletion, userField } from '../redis/user-hash';
+import { decodeCompletion } from '../redis/user-hash';
 import {
   type LuaMove,
   oneReply,
@@ -387,7 +387,7 @@ function committed(p: PreparedOp, stored: boolean): void {
 
 /** The result of a script reply, or the zone to retry with. */
 async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Promise<UserOpResult | 'retry'> {
-  const { op, snap, keys, now } = p;
+  const { op, snap, now } = p;
   const { date, periodIdx } = a;
   const tz = p.tz;
   const reply = parseReply(raw);
@@ -457,13 +457,6 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
         .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
         .filter((m): m is BoardMove => m !== undefined)
     : moves;
-  if (moves.length) {
-    // A hint for the history writer's repair pass; losing it only costs a redundant (no-op) repair.
-    const applied = Object.fromEntries(
-      moves.map((m) => [userField('applied', m.board.id), String(result.seq)]),
-    );
-    deps.redis.hset(keys.hash, applied).catch(() => {});
-  }
   return result;
 }
 

@@ -3,13 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { type BulkPart, bulkInsertAll, bulkPart } from '../db/bulk';
 import { isUniqueViolation } from '../admin/common';
-import { userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds } from '../engine/periods';
-import { applyBoardUpdates } from '../services/leaderboards';
+import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards';
 import { resolveWires } from '../services/wire-snapshots';
 import { asArray } from '../services/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
@@ -253,23 +252,23 @@ export async function writeBatch(
 }
 
 /**
- * Re-applies the leaderboard values of records whose board moves the API did not confirm (a process
- * that died between the user script and the board calls). The board script ignores an update whose
- * seq it has already seen, so a redundant repair changes nothing.
+ * Re-applies the leaderboard values of records whose board moves are missing (a process that died
+ * between the user script and the board calls). Moves the user script made itself (ap) committed with
+ * the record; for the others, the board's member entry says whether the op's move was applied
+ * (unappliedBoardMoves). The board script ignores an update whose seq it has already seen, so a
+ * redundant repair changes nothing.
  */
 async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> {
-  // Moves the user script made itself (ap) committed with the record: only the others may be missing.
   const withBoards = entries.filter((e) => e.record.boards.some((b) => !b.ap));
   for (let i = 0; i < withBoards.length; i += 50) {
     await Promise.all(
       withBoards.slice(i, i + 50).map(async ({ record: r }) => {
-        // The API notes which boards it moved for which op; only the rest needs the repair.
-        const pending = r.boards.filter((b) => !b.ap);
-        const seen = await deps.redis.hmget(
-          deps.keys.user(r.user).hash,
-          ...pending.map((b) => userField('applied', b.id)),
-        );
-        const missing = pending.filter((_, k) => Number(seen[k] ?? -1) < r.seq);
+        const missing = await unappliedBoardMoves(deps, {
+          userId: r.user,
+          seq: r.seq,
+          localDate: r.date,
+          boards: r.boards.filter((b) => !b.ap),
+        });
         if (missing.length === 0) return;
         await applyBoardUpdates(deps, {
           boards: missing,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userPart } from '../helpers/user-hash';
 import { isCluster } from '../../src/redis/client';
 import { HistoryWriter } from '../../src/workers/history-writer';
+import { runUserOp } from '../../src/services/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 import { createBoard, send, standings } from '../helpers/leaderboards';
@@ -9,7 +10,8 @@ import { createBoard, send, standings } from '../helpers/leaderboards';
 // On a single Redis the user script also moves the user on boards without breakdowns (lua/applyUserOp.lua,
 // input.fuse); boards with breakdowns, streak boards and every board on Cluster get their own call of
 // lua/updateBoard.lua. Both paths must give the same rankings and response entries; the history writer
-// knows the script's moves from their record (board.ap), and the API's from the user hash's r: fields.
+// knows the script's moves from their record (board.ap), and the API's from the boards' member entries
+// (which hold the seq of the op that last moved the user there).
 
 let t: TestServer;
 let m: { id: string; key: string };
@@ -31,6 +33,11 @@ beforeAll(async () => {
 afterAll(async () => t.close());
 
 const cluster = () => isCluster(t.deps.redis);
+/** The board of a board key ("…{lb:<id>}…"). */
+const boardOf = (key: unknown) => /\{lb:([^}]+)\}/.exec(String(key))?.[1];
+/** The ids of the boards ranking metric m, in configuration order. */
+const metricBoards = () =>
+  t.deps.catalog.snapshot.leaderboards.filter((b) => b.metricId === m.id).map((b) => b.id);
 
 describe('board moves inside the user script', () => {
   it('moves a user on a plain board in the user script, and on a breakdown board with its own call', async () => {
@@ -43,10 +50,9 @@ describe('board moves inside the user script', () => {
       expect(body.leaderboards['fz-city']).toMatchObject({ previousRank: null, rank: 1 });
       // Configuration order in the response, whichever path moved the board.
       expect(Object.keys(body.leaderboards)).toEqual(['fz-plain', 'fz-city']);
-      // The API marks the moves it made itself in the user hash (r:<board>); the script's move is marked
-      // in its record only (board.ap), which is all the history writer reads of it.
-      const applied = await userPart(t.deps.redis, t.deps.keys, 'fz-a', 'applied');
-      expect(applied).toEqual(cluster() ? { [plain.id]: '1', [byCity.id]: '1' } : { [byCity.id]: '1' });
+      // Nothing is written to the user hash after the script: the API's own moves are recorded by the
+      // boards' scripts (the member entry's seq), the script's in its record (board.ap).
+      expect(await userPart(t.deps.redis, t.deps.keys, 'fz-a', 'applied')).toEqual({});
     } finally {
       boardCalls.restore();
     }
@@ -107,21 +113,48 @@ describe('board moves inside the user script', () => {
     ]);
   });
 
-  it('lets the history writer skip the repair look-up of moves the user script made', async () => {
+  it('lets the history writer skip the repair look-up of moves the user script made, and repair none made', async () => {
     await send(t, m.key, { id: 'fz-d', attributes: { 'fz-city': 'oslo' } }, 1);
-    const lookups = spyOwnCalls(t.deps.redis, 'hmget');
+    const lookups = spyOwnCalls(t.deps.redis, 'hget');
+    const repairs = spyOwnCalls(t.deps.redis, 'updateBoard');
     try {
       const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
       while ((await writer.drainOnce()) > 0) {}
-      const of = (user: string) =>
-        lookups
-          .calls()
-          .filter((args) => args[0] === t.deps.keys.user(user).hash)
-          .map((args) => args.slice(1).map((f) => String(f).replace(/^r:/, '')));
-      // Only the breakdown board's move (its own call) is looked up; on Cluster both are.
-      expect(of('fz-d')).toEqual(cluster() ? [[plain.id, byCity.id]] : [[byCity.id]]);
+      const looked = lookups
+        .calls()
+        .filter((args) => args[1] === 'fz-d')
+        .map((args) => boardOf(args[0]));
+      // Only the breakdown board's member entry (its move was the API's own call) is looked up; on
+      // Cluster every board's is. Every move was made, so nothing is applied again.
+      expect(looked).toEqual(cluster() ? metricBoards() : [byCity.id]);
+      expect(repairs.calls()).toEqual([]);
     } finally {
       lookups.restore();
+      repairs.restore();
     }
+  });
+
+  it('repairs from the history writer the moves of an API process that died after the user script', async () => {
+    const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
+    await send(t, m.key, { id: 'fz-r', attributes: { 'fz-city': 'lima' } }, 1);
+    while ((await writer.drainOnce()) > 0) {}
+    // The second event commits, but its process never makes the board calls (rankings: false also
+    // leaves the moves out of the user script): every board is behind until the writer repairs it.
+    await runUserOp(
+      { ...t.deps, rankings: false },
+      { kind: 'event', metricId: m.id, user: { id: 'fz-r' }, valueMicros: 99_000_000 },
+    );
+    expect((await standings(t, plain.key)).find(([id]) => id === 'fz-r')?.[1] ?? 1).toBe(1);
+    expect(await standings(t, byCity.key, { userAttributes: 'fz-city:lima' })).toEqual([['fz-r', 1]]);
+    const repairs = spyOwnCalls(t.deps.redis, 'updateBoard');
+    try {
+      while ((await writer.drainOnce()) > 0) {}
+      // Every board of the metric, once (the earlier tests' boards too).
+      expect(repairs.calls().map((args) => boardOf(args[1]))).toEqual(metricBoards());
+    } finally {
+      repairs.restore();
+    }
+    expect((await standings(t, plain.key))[0]).toEqual(['fz-r', 100]);
+    expect(await standings(t, byCity.key, { userAttributes: 'fz-city:lima' })).toEqual([['fz-r', 100]]);
   });
 });
