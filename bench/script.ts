@@ -169,20 +169,20 @@ function luaReport(tallies: number[], source: string[], events: number): string 
   }
   const text = (line: number) => (source[line - 1] ?? '').trim().slice(0, 110);
   const pct = (n: number) => `${((100 * n) / total).toFixed(1).padStart(5)}%`;
+  /** The `top` heaviest entries of a tally, one line each with the code of its line. */
+  const heaviest = (tally: Map<number, number>, top: number) =>
+    [...tally]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([l, n]) => `${pct(n)}  ${String(l).padStart(5)}  ${text(l)}`);
   const out = [
     `${total} samples, one per ${LUA_SAMPLE_EVERY} Lua VM instructions: about ${Math.round((total * LUA_SAMPLE_EVERY) / events).toLocaleString('en')} VM instructions per event`,
     '',
     'by function (the line it is defined on)',
-    ...[...byFn]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 40)
-      .map(([l, n]) => `${pct(n)}  ${String(l).padStart(5)}  ${text(l)}`),
+    ...heaviest(byFn, 40),
     '',
     'by line',
-    ...[...byLine]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 80)
-      .map(([l, n]) => `${pct(n)}  ${String(l).padStart(5)}  ${text(l)}`),
+    ...heaviest(byLine, 80),
   ];
   return `${out.join('\n')}\n`;
 }
