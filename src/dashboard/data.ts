@@ -99,7 +99,7 @@ export async function recentEvents(deps: Deps, limit = 15, perShard = 10): Promi
 
 /**
  * Points awarded per stored event, summed over every system. The user ids narrow the read to the
- * (user_id, system_id, created) index; events without awards are absent from the map.
+ * primary key (user_id, system_id, created, id); events without awards are absent from the map.
  */
 async function eventPoints(deps: Deps, list: RecentEvent[]): Promise<Map<string, number>> {
   if (!list.length) return new Map();

@@ -307,10 +307,14 @@ export const events = pgTable(
   ],
 );
 
+/**
+ * One index: the primary key (user, system, time, award id), which serves the per-user reads (awards,
+ * summaries, wrapped) and keeps an award written twice (a retried history pass) one row.
+ */
 export const pointsAwards = pgTable(
   'points_awards',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     eventId: uuid('event_id'),
     userId: text('user_id').notNull(),
     systemId: uuid('system_id').notNull(),
@@ -324,20 +328,21 @@ export const pointsAwards = pgTable(
     seq: bigint('seq', { mode: 'number' }),
     pos: integer('pos'),
   },
-  (t) => [index('points_awards_user_system_created').on(t.userId, t.systemId, t.created)],
+  (t) => [primaryKey({ columns: [t.userId, t.systemId, t.created, t.id] })],
 );
 
+/** One index: the primary key (user, achievement): a user completes an achievement once. */
 export const achievementCompletions = pgTable(
   'achievement_completions',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     userId: text('user_id').notNull(),
     achievementId: uuid('achievement_id').notNull(),
     achievedAt: ts('achieved_at').notNull(),
     eventId: uuid('event_id'),
     backdated: boolean('backdated').notNull().default(false),
   },
-  (t) => [uniqueIndex('achievement_completions_user_ach').on(t.userId, t.achievementId)],
+  (t) => [primaryKey({ columns: [t.userId, t.achievementId] })],
 );
 
 export const streakPeriods = pgTable(

@@ -251,6 +251,41 @@ describe('history writer', () => {
     expect([row!.n, Number(row!.s)]).toEqual([2, 13]);
   });
 
+  it('writes an award and a completion once, under the one index of points_awards and of achievement_completions', async () => {
+    // Most events write an award or a completion: each table keeps one index, its primary key, led by
+    // the user (the per-user reads use it), not two entries per row.
+    const defs = async (table: string) =>
+      (
+        await t.deps.sql<
+          Array<{ indexdef: string }>
+        >`select indexdef from pg_indexes where tablename = ${table}`
+      ).map((i) => i.indexdef);
+    expect(await defs('points_awards')).toEqual([
+      expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, system_id, created, id\)$/),
+    ]);
+    expect(await defs('achievement_completions')).toEqual([
+      expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, achievement_id\)$/),
+    ]);
+    // 3 for the new user, 10 for the metric trigger, and "three" completed.
+    await send('aw-dup-1', 3);
+    const entries = (await peekOutbox()).filter((e) => e.record.user === 'aw-dup-1');
+    expect(entries.length).toBe(1);
+    // Written twice (a writer that died before its acknowledgement): the primary keys keep one row each.
+    await writeBatch(t.deps, entries);
+    await writeBatch(t.deps, entries);
+    const awards = await t.deps.db
+      .select({ awarded: pointsAwards.awarded })
+      .from(pointsAwards)
+      .where(eq(pointsAwards.userId, 'aw-dup-1'))
+      .orderBy(pointsAwards.awarded);
+    expect(awards).toEqual([{ awarded: 3 }, { awarded: 10 }]);
+    const [done] = await t.deps.db
+      .select({ n: count() })
+      .from(achievementCompletions)
+      .where(eq(achievementCompletions.userId, 'aw-dup-1'));
+    expect(done!.n).toBe(1);
+  });
+
   it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
     // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
     // the user, as rebuild and verify read it), not three entries per row.
