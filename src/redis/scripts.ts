@@ -12,6 +12,7 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
  * the key count first; ioredis sends EVALSHA and falls back to EVAL after a script flush.
  */
 export const SCRIPT_NAMES = [
+  'ackStream',
   'ackWithGlobals',
   'applyUserOp',
   'batchProgress',
@@ -33,6 +34,7 @@ type ClaimedBatch = [owner: number, done: string, items: string, mk: string];
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
+    ackStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     /** One op: its reply; "__multi": one reply per op (src/redis/user-script.ts oneReply / replyList). */
     applyUserOp(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;

@@ -2,7 +2,7 @@
 // of a user, and of a user it evicts) feeds the users' rank history in Postgres
 // (leaderboard_rank_changes: a user's changes in a run, wrapped's best ranks) and the leaderboard
 // webhooks: leaderboard.rank_changed for every change of a rank, and a coalesced leaderboard.changed
-// due at most once a minute per run and group. Entries are acknowledged and deleted only after both
+// due at most once a minute per run and group. Entries are acknowledged and removed only after both
 // are recorded; rows are keyed by the entry, so entries read twice (a crash before the
 // acknowledgement) are recorded once. Redis keeps no per-user history.
 import { bulkInsert } from '../db/bulk';
@@ -136,9 +136,8 @@ export async function drainBoardChanges(deps: Deps, consumer = 'scheduler'): Pro
         }
         await pipe.exec();
       }
-      const ids = entries.map(([id]) => id);
-      await deps.redis.xack(stream, GROUP, ...ids);
-      await deps.redis.xdel(stream, ...ids);
+      // Acknowledged, and removed with every entry the group is done with (lua/ackStream.lua).
+      await deps.redis.ackStream(1, stream, GROUP, ...entries.map(([id]) => id));
       n += entries.length;
       if (entries.length < BATCH) break;
     }
