@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestServer, type TestServer } from '../helpers/server';
 
-// lua/ackStream.lua (lib/stream-ack.lua): a consumer group's acknowledgement removes every entry the
+// lua/ackStream.lua: a consumer group's acknowledgement removes every entry the
 // group is done with, and never an entry still pending with another consumer or not yet delivered
 // (a board's change stream: src/workers/board-changes.ts).
 
