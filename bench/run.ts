@@ -830,6 +830,10 @@ async function main() {
       );
     console.log(`Redis time per event request at ${opts.rate} req/s, by command (INFO commandstats):`);
     console.log(renderRedisCommands(eventsAtRate));
+    if (!('skipped' in veteransAtRate)) {
+      console.log(`Redis time per veteran event request at ${opts.rate} req/s, by command:`);
+      console.log(renderRedisCommands(veteransAtRate));
+    }
     console.log(`Redis time per batch event (closed loop, batches of ${BATCH_SIZE}), by command:`);
     console.log(renderRedisCommands(batches, BATCH_SIZE));
     console.log('');

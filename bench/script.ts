@@ -28,7 +28,7 @@ import { functionLibrary } from '../src/redis/scripts';
 import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
 import { startWorkers } from '../src/workers';
 import { freePort } from './lib/processes';
-import { redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
+import { outboxStreams, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
 
@@ -405,10 +405,12 @@ async function main(): Promise<void> {
       const total = next;
       const running: { workers?: ReturnType<typeof startWorkers> } = {};
       closers.unshift(async () => running.workers?.stop());
+      // The streams are found first: the scan is the bench's work, not the writer's.
+      const streams = await outboxStreams(redis.client, 'bs');
       const w = await measure(
         async () => {
           running.workers = startWorkers(deps);
-          const d = await waitForOutboxDrain(redis.client, 'bs', 180_000);
+          const d = await waitForOutboxDrain(redis.client, 'bs', 180_000, streams);
           if (d.left) throw new Error(`the history writer left ${d.left} outbox entries`);
         },
         total,

@@ -48,6 +48,23 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<number
   return n;
 }
 
+/** The outbox streams under `prefix:`, each with its node. */
+export type OutboxStreams = Array<[Redis, string]>;
+
+/**
+ * Finds the outbox streams under `prefix:` (a SCAN of the prefix's keys): done before a measured
+ * window (bench:script --writer), so that the scan's Redis work is not counted as the writer's.
+ */
+export async function outboxStreams(nodes: Nodes, prefix: string): Promise<OutboxStreams> {
+  const streams: OutboxStreams = [];
+  for (const node of each(nodes)) {
+    await scanPrefix(node, prefix, (keys) => {
+      for (const k of keys) if (k.endsWith(':outbox')) streams.push([node, k]);
+    });
+  }
+  return streams;
+}
+
 /**
  * Waits until the history writer has emptied every outbox stream under `prefix:` (it deletes what
  * it wrote), so that the next scenario is not measured while the writer catches up. Returns how
@@ -57,13 +74,9 @@ export async function waitForOutboxDrain(
   nodes: Nodes,
   prefix: string,
   timeoutMs: number,
+  found?: OutboxStreams,
 ): Promise<{ ms: number; left: number }> {
-  const streams: Array<[Redis, string]> = [];
-  for (const node of each(nodes)) {
-    await scanPrefix(node, prefix, (keys) => {
-      for (const k of keys) if (k.endsWith(':outbox')) streams.push([node, k]);
-    });
-  }
+  const streams = found ?? (await outboxStreams(nodes, prefix));
   const started = Date.now();
   for (;;) {
     const lengths = await Promise.all(streams.map(([node, k]) => node.xlen(k)));
