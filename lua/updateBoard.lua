@@ -23,8 +23,29 @@ ARGV[8] '1' on streak boards: entries whose streak has broken (expires <= nowMs)
 
 Reply: JSON {prevRank, rank, prevValue, value, threshold, stale, evicted}
   or {"err":"GROUP","group":"<g>"} when the user entered this run in another group: call again with it.
+
+Several moves on one board in one call (src/redis/board-moves.ts gathers the moves a process has
+for a board within one turn of its event loop): ARGV holds 8 values per move, in order; the first move
+takes KEYS[1..2] as above, move i > 1 takes KEYS[3 + 2(i - 1)] (members) and KEYS[4 + 2(i - 1)]
+(ranking), and every move shares KEYS[3] and KEYS[4], which are then both required. The moves are
+applied one after the other, each exactly as a call of its own would (a later move sees the earlier
+ones). Reply: a list of the moves' JSON replies, in order; a move that failed answers "!<error>" in
+its place (the moves before and after it are still applied, as separate calls would be).
 ]]
 
 --!include lib/board.lua
 
-return cjson.encode(updateBoard(KEYS, ARGV))
+local n = #ARGV / 8
+if n <= 1 then return cjson.encode(updateBoard(KEYS, ARGV)) end
+local out = {}
+local K = { '', '', KEYS[3], KEYS[4] }
+local A = {}
+for i = 1, n do
+  local k = i == 1 and 1 or 3 + 2 * (i - 1)
+  K[1], K[2] = KEYS[k], KEYS[k + 1]
+  local base = 8 * (i - 1)
+  for j = 1, 8 do A[j] = ARGV[base + j] end
+  local ok, reply = pcall(updateBoard, K, A)
+  out[i] = ok and cjson.encode(reply) or '!' .. tostring(reply)
+end
+return out

@@ -87,6 +87,12 @@ export const scriptDuration = new Histogram({
   registers: [registry],
 });
 
+export const boardMoves = new Counter({
+  name: 'laurel_board_moves_total',
+  help: 'Leaderboard moves sent in updateBoard calls (several per call under load: src/redis/board-moves.ts)',
+  registers: [registry],
+});
+
 export const redisConnectionErrors = new Counter({
   name: 'laurel_redis_connection_errors_total',
   help: 'Connection errors reported by the Redis client',

@@ -43,7 +43,8 @@ declare module 'ioredis' {
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
+    /** One move: its reply JSON; several (8 ARGV each): one reply per move (src/redis/board-moves.ts). */
+    updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;
     recomputeStreak(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
@@ -113,6 +114,7 @@ export function functionLibrary(name: ScriptName): { library: string; fn: string
 
 /** The error of an FCALL whose function this Redis does not have (restarted, flushed, new node). */
 const FUNCTION_MISSING = /Function not found/;
+const MISSING_ATTEMPTS = 4;
 
 /**
  * Defines `name` on the client as an FCALL of its library's function, loading the library (on every
@@ -152,14 +154,17 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
       });
     return loading;
   };
+  // A call that finds the function missing loads it and calls again; a few times, since Redis may
+  // lose it again between the load and the call (a second flush or restart while calls are in flight).
   const call = async (numKeys: number, ...keysAndArgs: string[]) => {
     if (!pruned) await prune();
-    try {
-      return await client.fcall(fn, numKeys, ...keysAndArgs);
-    } catch (err) {
-      if (!FUNCTION_MISSING.test((err as Error)?.message)) throw err;
-      await load();
-      return client.fcall(fn, numKeys, ...keysAndArgs);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await client.fcall(fn, numKeys, ...keysAndArgs);
+      } catch (err) {
+        if (attempt === MISSING_ATTEMPTS || !FUNCTION_MISSING.test((err as Error)?.message)) throw err;
+        await load();
+      }
     }
   };
   Object.defineProperty(client, name, { value: call, writable: true, configurable: true });

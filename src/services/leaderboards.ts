@@ -4,6 +4,7 @@ import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRankChanges, leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
+import { moveOnBoard } from '../redis/board-moves';
 import { unprocessable } from '../errors';
 import { fromMicros } from '../engine/decimal';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
@@ -63,7 +64,8 @@ export function boardMove(
 }
 
 /**
- * Applies the board values an op produced: one script call per board on the board's slot.
+ * Applies the board values an op produced: one move per board on the board's slot, travelling with
+ * the process's other moves on the same board in this turn (src/redis/board-moves.ts).
  * Returns the moves, in configuration order.
  */
 /** What applyBoardUpdates needs of an op (its result, or an outbox record's replay of it). */
@@ -87,20 +89,24 @@ export async function applyBoardUpdates(deps: Deps, r: BoardUpdateInput): Promis
       const expires = board.rankBy === 'streak' ? streakExpiry(snap, r) : 0;
       const bk = deps.keys.board(board.id);
       for (let attempt = 0; attempt < 2; attempt++) {
-        const raw = await deps.redis.updateBoard(
-          4,
-          bk.members(run.start),
-          bk.ranking(run.start, group),
-          bk.version,
-          bk.changes,
-          r.userId,
-          u.value,
-          String(r.seq),
-          String(r.now),
-          group,
-          String(board.maxParticipants),
-          String(expires),
-          board.rankBy === 'streak' ? '1' : '0',
+        const raw = await moveOnBoard(
+          deps.redis,
+          {
+            members: bk.members(run.start),
+            ranking: bk.ranking(run.start, group),
+            version: bk.version,
+            changes: bk.changes,
+          },
+          [
+            r.userId,
+            u.value,
+            String(r.seq),
+            String(r.now),
+            group,
+            String(board.maxParticipants),
+            String(expires),
+            board.rankBy === 'streak' ? '1' : '0',
+          ],
         );
         const reply = JSON.parse(raw);
         if (reply.err === 'GROUP') {

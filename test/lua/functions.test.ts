@@ -1,7 +1,7 @@
 // The user script served as a Redis Function (src/redis/scripts.ts): loaded when Redis does not have
 // it (a restart or FUNCTION FLUSH drops it), older versions removed, and a call that met a missing
 // function applied once.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { isCluster } from '../../src/redis/client';
 import { functionLibrary } from '../../src/redis/scripts';
@@ -71,6 +71,30 @@ describe('applyUserOp as a Redis Function', () => {
     await flush();
     await Promise.all(Array.from({ length: 20 }, () => event('fn-u2')));
     expect(await total('fn-u2')).toBe(20);
+    expect(await libraries()).toEqual([library]);
+  });
+
+  it('loads again when Redis loses the function once more between the load and the call', async () => {
+    await flush();
+    // The first two loads are followed by another flush (another process's, a restart) before the call.
+    const nodes = masters();
+    const loads = nodes.map((node) => {
+      const original = node.function.bind(node);
+      let lost = 0;
+      const spy = vi.spyOn(node, 'function').mockImplementation((async (...args: unknown[]) => {
+        const reply = await (original as (...a: unknown[]) => Promise<unknown>)(...args);
+        if (args[0] === 'LOAD' && lost++ < 2) await original('FLUSH');
+        return reply;
+      }) as never);
+      return spy;
+    });
+    try {
+      const r = await event('fn-u4');
+      expect(r.totalMicros).toBe(1_000_000);
+    } finally {
+      for (const spy of loads) spy.mockRestore();
+    }
+    expect(await total('fn-u4')).toBe(1);
     expect(await libraries()).toEqual([library]);
   });
 
