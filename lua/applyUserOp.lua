@@ -60,7 +60,9 @@ group the boards' keys, then each op's own keys and older buckets in turn. Reply
 ops' replies, in order. Each op is applied as if called alone
 (its own reply marker), but its fused board moves carry no threshold (no response is built from them),
 and its reply is 'r' for an idempotency replay, 'd' for a record whose board moves were all made here,
-else as above.
+else as above. ARGV[1] = "__multi_full" (single events a process gathered, src/services/user-op.ts
+gathered): the same layout, each op answered in full as if called alone, and an op that fails answers
+"!<error>" in its place while the others are applied.
 
 The steps live in lua/lib/ (one concern each: user, profile, idempotency, streak, achievements,
 points, user-boards, board, outbox); this file reads the user's state (one HGETALL), runs them in
@@ -545,7 +547,11 @@ end
 
 local function run(KEYS, ARGV)
   boardEdgesReset()
-  if ARGV[1] ~= '__multi' then return applyOne(KEYS, ARGV) end
+  local mode = ARGV[1]
+  if mode ~= '__multi' and mode ~= '__multi_full' then return applyOne(KEYS, ARGV) end
+  -- "__multi_full": single events gathered by their process (src/services/user-op.ts), each answered
+  -- in full as if called alone; an op that fails answers "!<error>" and fails alone.
+  local quiet = mode == '__multi'
   local plan = planOf(ARGV[2])
   local wire = ARGV[3]
   local replies = {}
@@ -566,7 +572,12 @@ local function run(KEYS, ARGV)
       for j = 1, nExtra do K[nOwn + nTail + j] = KEYS[at + nOwn + j] end
       for j = n + 1, #K do K[j] = nil end
       at = at + nOwn + nExtra
-      replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 2], wire, ctx }, true)
+      if quiet then
+        replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 2], wire, ctx }, true)
+      else
+        local ok, reply = pcall(applyOne, K, { plan, ARGV[i + 2], wire, ctx }, false)
+        replies[#replies + 1] = ok and reply or '!' .. errorText(reply)
+      end
       i = i + 3
     end
   end

@@ -46,6 +46,6 @@ for i = 1, n do
   local base = 8 * (i - 1)
   for j = 1, 8 do A[j] = ARGV[base + j] end
   local ok, reply = pcall(updateBoard, K, A)
-  out[i] = ok and cjson.encode(reply) or '!' .. tostring(reply)
+  out[i] = ok and cjson.encode(reply) or '!' .. errorText(reply)
 end
 return out

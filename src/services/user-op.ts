@@ -488,26 +488,104 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const p = prepareOp(deps, op);
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
-    const ref = wireRef(deps, wireOf(p, a));
-    const wire = typeof ref === 'string' ? ref : await ref;
-    const raw = await callScript(deps, () =>
-      deps.redis
-        .applyUserOp(
-          a.nKeys,
-          ...p.allKeys,
-          ...a.boardKeys,
-          ...p.olderIdemKeys,
-          p.compiled.json,
-          a.input,
-          wire,
-          a.context,
-        )
-        .then(oneReply),
-    );
+    const raw = await (isCluster(deps.redis) ? callOne(deps, p, a) : gathered(deps, p, a));
     const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
+}
+
+/** One op's script call of its own. */
+async function callOne(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
+  const ref = wireRef(deps, wireOf(p, a));
+  const wire = typeof ref === 'string' ? ref : await ref;
+  return callScript(deps, () =>
+    deps.redis
+      .applyUserOp(
+        a.nKeys,
+        ...p.allKeys,
+        ...a.boardKeys,
+        ...p.olderIdemKeys,
+        p.compiled.json,
+        a.input,
+        wire,
+        a.context,
+      )
+      .then(oneReply),
+  );
+}
+
+interface GatheredOp {
+  p: PreparedOp;
+  a: Attempt;
+  deps: Deps;
+  resolve: (raw: string) => void;
+  reject: (err: unknown) => void;
+}
+
+/** At most this many gathered ops per call, so one call never holds Redis for long. */
+const MAX_GATHERED = 16;
+
+const gatheredOps = new WeakMap<Deps['redis'], Map<PreparedOp['compiled'], GatheredOp[]>>();
+
+/**
+ * On a single Redis, the ops a process has for one plan within one turn of its event loop (events
+ * from many requests arriving together) travel in one "__multi_full" call (lua/applyUserOp.lua): the
+ * plan, the context and the wire reference once, one round trip and one function call for all, each op
+ * applied and answered as if called alone, a failing op failing alone. A lone op is called alone.
+ */
+function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
+  let byPlan = gatheredOps.get(deps.redis);
+  if (!byPlan) {
+    byPlan = new Map();
+    gatheredOps.set(deps.redis, byPlan);
+  }
+  let queue = byPlan.get(p.compiled);
+  if (!queue) {
+    const q: GatheredOp[] = [];
+    queue = q;
+    byPlan.set(p.compiled, q);
+    const plans = byPlan;
+    // When this turn's I/O callbacks have run: every request read in this turn has queued its op.
+    setImmediate(() => {
+      plans.delete(p.compiled);
+      for (let i = 0; i < q.length; i += MAX_GATHERED) sendGathered(q.slice(i, i + MAX_GATHERED));
+    });
+  }
+  return new Promise((resolve, reject) => queue.push({ p, a, deps, resolve, reject }));
+}
+
+function sendGathered(ops: GatheredOp[]): void {
+  const first = ops[0]!;
+  if (ops.length === 1) {
+    callOne(first.deps, first.p, first.a).then(first.resolve, first.reject);
+    return;
+  }
+  const pairs = ops.map((o): [PreparedOp, Attempt] => [o.p, o.a]);
+  const { keys, list, order } = multiArgs(pairs);
+  const call = async () => {
+    const ref = wireRef(first.deps, multiWire(pairs));
+    const wire = typeof ref === 'string' ? ref : await ref;
+    return callScript(first.deps, () =>
+      first.deps.redis
+        .applyUserOp(keys.length, ...keys, '__multi_full', first.p.compiled.json, wire, ...list)
+        .then(replyList),
+    );
+  };
+  call().then(
+    (replies) => {
+      order.forEach((j, r) => {
+        const reply = replies[r];
+        const op = ops[j]!;
+        if (typeof reply !== 'string') op.reject(new Error('applyUserOp answered fewer replies than ops'));
+        else if (reply.startsWith('!')) op.reject(new Error(`applyUserOp: ${reply.slice(1)}`));
+        else op.resolve(reply);
+      });
+    },
+    (err) => {
+      for (const op of ops) op.reject(err);
+    },
+  );
 }
 
 /**
