@@ -54,7 +54,6 @@ local function floordiv(a, b)
   return q, r
 end
 
-
 -- The text of an error caught by pcall: a message, or the table a failed redis.call raises ({err}).
 local function errorText(e)
   if type(e) == 'table' then return tostring(e.err or e) end
