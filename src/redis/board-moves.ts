@@ -1,5 +1,6 @@
 import { boardMoves } from '../metrics/registry';
 import type { RedisClient } from './client';
+import { PerTurn, settleReplies, type Waiting } from './per-turn';
 
 /**
  * Board moves made outside the user script (every board on a Cluster, boards with breakdowns or ranked
@@ -18,79 +19,48 @@ export interface BoardMoveKeys {
   changes: string;
 }
 
-interface Pending {
-  members: string;
-  ranking: string;
+interface Pending extends Waiting<string> {
+  keys: BoardMoveKeys;
   /** lua/updateBoard.lua's 8 ARGV of the move. */
   args: string[];
-  resolve: (reply: string) => void;
-  reject: (err: unknown) => void;
-}
-
-interface Queue {
-  version: string;
-  changes: string;
-  moves: Pending[];
 }
 
 /** At most this many moves per call, so one call never holds Redis for long. */
 export const MAX_MOVES_PER_CALL = 32;
 
-const queues = new WeakMap<RedisClient, Map<string, Queue>>();
+/** Per client, the moves of this turn by board (its version key). */
+const gathered = new WeakMap<RedisClient, PerTurn<string, Pending>>();
 
 /** One move on a board: its reply JSON, as lua/updateBoard.lua answers a single move. */
 export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: string[]): Promise<string> {
-  let byBoard = queues.get(redis);
-  if (!byBoard) {
-    byBoard = new Map();
-    queues.set(redis, byBoard);
+  let perTurn = gathered.get(redis);
+  if (!perTurn) {
+    perTurn = new PerTurn(MAX_MOVES_PER_CALL, (moves) => send(redis, moves));
+    gathered.set(redis, perTurn);
   }
-  let queue = byBoard.get(keys.version);
-  if (!queue) {
-    const q: Queue = { version: keys.version, changes: keys.changes, moves: [] };
-    queue = q;
-    byBoard.set(keys.version, q);
-    const boards = byBoard;
-    // When this turn's I/O callbacks have run: every event whose user script answered in this turn
-    // has queued its moves by then.
-    setImmediate(() => {
-      boards.delete(q.version);
-      for (let i = 0; i < q.moves.length; i += MAX_MOVES_PER_CALL)
-        send(redis, q, q.moves.slice(i, i + MAX_MOVES_PER_CALL));
-    });
-  }
-  return new Promise((resolve, reject) =>
-    queue.moves.push({ members: keys.members, ranking: keys.ranking, args, resolve, reject }),
-  );
+  const turn = perTurn;
+  return new Promise((resolve, reject) => turn.add(keys.version, { keys, args, resolve, reject }));
 }
 
-function send(redis: RedisClient, q: Queue, moves: Pending[]): void {
+/** One call for moves on one board (they share its version and change stream keys). */
+function send(redis: RedisClient, moves: Pending[]): void {
   boardMoves.inc(moves.length);
-  const first = moves[0]!;
+  const { keys: first, args: firstArgs } = moves[0]!;
+  const keys = [first.members, first.ranking, first.version, first.changes];
   if (moves.length === 1) {
     redis
-      .updateBoard(4, first.members, first.ranking, q.version, q.changes, ...first.args)
-      .then((reply) => first.resolve(reply as string), first.reject);
+      .updateBoard(4, ...keys, ...firstArgs)
+      .then((reply) => moves[0]!.resolve(reply as string), moves[0]!.reject);
     return;
   }
-  const keys = [first.members, first.ranking, q.version, q.changes];
-  const args: string[] = [...first.args];
+  const args: string[] = [...firstArgs];
   for (let i = 1; i < moves.length; i++) {
     const m = moves[i]!;
-    keys.push(m.members, m.ranking);
+    keys.push(m.keys.members, m.keys.ranking);
     for (const a of m.args) args.push(a);
   }
   redis.updateBoard(keys.length, ...keys, ...args).then(
-    (replies) => {
-      const list = replies as string[];
-      for (let i = 0; i < moves.length; i++) {
-        const reply = list[i];
-        if (typeof reply !== 'string')
-          moves[i]!.reject(new Error('updateBoard answered fewer replies than moves'));
-        else if (reply.startsWith('!')) moves[i]!.reject(new Error(`updateBoard: ${reply.slice(1)}`));
-        else moves[i]!.resolve(reply);
-      }
-    },
+    (replies) => settleReplies('updateBoard', moves, replies),
     (err) => {
       for (const m of moves) m.reject(err);
     },

@@ -4,6 +4,7 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
+import { PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
 import { decodeCompletion } from '../redis/user-hash';
 import {
   type LuaMove,
@@ -515,18 +516,17 @@ async function callOne(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
   );
 }
 
-interface GatheredOp {
+interface GatheredOp extends Waiting<string> {
   p: PreparedOp;
   a: Attempt;
   deps: Deps;
-  resolve: (raw: string) => void;
-  reject: (err: unknown) => void;
 }
 
 /** At most this many gathered ops per call, so one call never holds Redis for long. */
 const MAX_GATHERED = 16;
 
-const gatheredOps = new WeakMap<Deps['redis'], Map<PreparedOp['compiled'], GatheredOp[]>>();
+/** Per client, the ops of this turn by plan. */
+const gatheredOps = new WeakMap<Deps['redis'], PerTurn<PreparedOp['compiled'], GatheredOp>>();
 
 /**
  * On a single Redis, the ops a process has for one plan within one turn of its event loop (events
@@ -535,24 +535,13 @@ const gatheredOps = new WeakMap<Deps['redis'], Map<PreparedOp['compiled'], Gathe
  * applied and answered as if called alone, a failing op failing alone. A lone op is called alone.
  */
 function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
-  let byPlan = gatheredOps.get(deps.redis);
-  if (!byPlan) {
-    byPlan = new Map();
-    gatheredOps.set(deps.redis, byPlan);
+  let perTurn = gatheredOps.get(deps.redis);
+  if (!perTurn) {
+    perTurn = new PerTurn(MAX_GATHERED, sendGathered);
+    gatheredOps.set(deps.redis, perTurn);
   }
-  let queue = byPlan.get(p.compiled);
-  if (!queue) {
-    const q: GatheredOp[] = [];
-    queue = q;
-    byPlan.set(p.compiled, q);
-    const plans = byPlan;
-    // When this turn's I/O callbacks have run: every request read in this turn has queued its op.
-    setImmediate(() => {
-      plans.delete(p.compiled);
-      for (let i = 0; i < q.length; i += MAX_GATHERED) sendGathered(q.slice(i, i + MAX_GATHERED));
-    });
-  }
-  return new Promise((resolve, reject) => queue.push({ p, a, deps, resolve, reject }));
+  const turn = perTurn;
+  return new Promise((resolve, reject) => turn.add(p.compiled, { p, a, deps, resolve, reject }));
 }
 
 function sendGathered(ops: GatheredOp[]): void {
@@ -567,21 +556,24 @@ function sendGathered(ops: GatheredOp[]): void {
     const ref = wireRef(first.deps, multiWire(pairs));
     const wire = typeof ref === 'string' ? ref : await ref;
     return callScript(first.deps, () =>
-      first.deps.redis
-        .applyUserOp(keys.length, ...keys, '__multi_full', first.p.compiled.json, wire, ...list)
-        .then(replyList),
+      first.deps.redis.applyUserOp(
+        keys.length,
+        ...keys,
+        '__multi_full',
+        first.p.compiled.json,
+        wire,
+        ...list,
+      ),
     );
   };
   call().then(
-    (replies) => {
-      order.forEach((j, r) => {
-        const reply = replies[r];
-        const op = ops[j]!;
-        if (typeof reply !== 'string') op.reject(new Error('applyUserOp answered fewer replies than ops'));
-        else if (reply.startsWith('!')) op.reject(new Error(`applyUserOp: ${reply.slice(1)}`));
-        else op.resolve(reply);
-      });
-    },
+    // The replies come in the call's order (ops grouped by context).
+    (replies) =>
+      settleReplies(
+        'applyUserOp',
+        order.map((j) => ops[j]!),
+        replies,
+      ),
     (err) => {
       for (const op of ops) op.reject(err);
     },
