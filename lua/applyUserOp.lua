@@ -545,37 +545,65 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
+-- An op of a "__multi_node" call: its keys are touched first (one EXISTS), so an op whose slot this
+-- master does not serve now (moved, or migrating with its keys elsewhere) fails before anything of
+-- it is written, with Redis's "non local key" error; the caller then sends it alone, routed by its
+-- keys (src/services/user-op.ts).
+local function applyLocal(K, n, args)
+  redis.call('EXISTS', unpack(K, 1, n))
+  return applyOne(K, args, false)
+end
+
 local function run(KEYS, ARGV)
   boardEdgesReset()
   local mode = ARGV[1]
-  if mode ~= '__multi' and mode ~= '__multi_full' then return applyOne(KEYS, ARGV) end
+  if mode ~= '__multi' and mode ~= '__multi_full' and mode ~= '__multi_node' then return applyOne(KEYS, ARGV) end
   -- "__multi_full": single events gathered by their process (src/services/user-op.ts), each answered
   -- in full as if called alone; an op that fails answers "!<error>" and fails alone.
+  -- "__multi_node": the same on a Redis Cluster, for ops of users in several slots of this master:
+  -- their keys come in ARGV (ARGV[4] their count, then the keys), as a Function's declared keys must
+  -- share one slot; KEYS holds one key of the first op, which routed the call here. The library is
+  -- registered with the allow-cross-slot-keys flag (src/redis/scripts.ts), which lets a call reach
+  -- keys of other slots that this master serves, and only those.
   local quiet = mode == '__multi'
+  local node = mode == '__multi_node'
   local plan = planOf(ARGV[2])
   local wire = ARGV[3]
   local replies = {}
   local at, i = 0, 4
+  local KS = KEYS
+  if node then
+    local nk = tonumber(ARGV[4])
+    KS = {}
+    for j = 1, nk do KS[j] = ARGV[4 + j] end
+    i = 5 + nk
+  end
   -- Groups of ops sharing a context and the boards' keys (sent once per group).
   while i <= #ARGV do
     local nOps, nTail, ctx = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
     local tail = {}
-    for j = 1, nTail do tail[j] = KEYS[at + j] end
+    for j = 1, nTail do tail[j] = KS[at + j] end
     at = at + nTail
     i = i + 3
     for _ = 1, nOps do
       -- An op's keys as applyOne reads them: its own, the group's, then its older idempotency buckets.
       local nOwn, nExtra = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
       local K, n = OP_KEYS, nOwn + nTail + nExtra
-      for j = 1, nOwn do K[j] = KEYS[at + j] end
+      for j = 1, nOwn do K[j] = KS[at + j] end
       for j = 1, nTail do K[nOwn + j] = tail[j] end
-      for j = 1, nExtra do K[nOwn + nTail + j] = KEYS[at + nOwn + j] end
+      for j = 1, nExtra do K[nOwn + nTail + j] = KS[at + nOwn + j] end
       for j = n + 1, #K do K[j] = nil end
       at = at + nOwn + nExtra
+      local args = { plan, ARGV[i + 2], wire, ctx }
       if quiet then
-        replies[#replies + 1] = applyOne(K, { plan, ARGV[i + 2], wire, ctx }, true)
+        replies[#replies + 1] = applyOne(K, args, true)
       else
-        local ok, reply = pcall(applyOne, K, { plan, ARGV[i + 2], wire, ctx }, false)
+        local ok, reply
+        if node then
+          ok, reply = pcall(applyLocal, K, n, args)
+        else
+          ok, reply = pcall(applyOne, K, args, false)
+        end
         replies[#replies + 1] = ok and reply or '!' .. errorText(reply)
       end
       i = i + 3

@@ -106,9 +106,14 @@ const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
 export function functionLibrary(name: ScriptName): { library: string; fn: string; code: string } {
   const body = scriptSource(name);
   if (!RUN_LINE.test(body)) throw new Error(`lua/${name}.lua: no "return run(KEYS, ARGV)" line to register`);
-  const version = createHash('sha1').update(body).digest('hex').slice(0, 16);
+  // allow-cross-slot-keys: on a Redis Cluster a call may reach keys of other slots that the master it
+  // runs on serves (lua/applyUserOp.lua "__multi_node"); a key this master does not serve still fails.
+  const register = (lib: string) =>
+    `redis.register_function{function_name='${lib}', callback=served, flags={'allow-cross-slot-keys'}}`;
+  // The version covers the registration too, so a change of flags loads a library of its own.
+  const version = createHash('sha1').update(body).update(register('')).digest('hex').slice(0, 16);
   const library = `laurel_${name}_${version}`;
-  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, `redis.register_function('${library}', served)`)}`;
+  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, register(library))}`;
   return { library, fn: library, code };
 }
 

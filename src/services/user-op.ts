@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
+import calculateSlot from 'cluster-key-slot';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
 import { PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
@@ -489,8 +490,7 @@ export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const p = prepareOp(deps, op);
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
-    const raw = await (isCluster(deps.redis) ? callOne(deps, p, a) : gathered(deps, p, a));
-    const r = await finishOp(deps, p, a, raw);
+    const r = await finishOp(deps, p, a, await gathered(deps, p, a));
     if (r !== 'retry') return r;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
@@ -525,24 +525,58 @@ interface GatheredOp extends Waiting<string> {
 /** At most this many gathered ops per call, so one call never holds Redis for long. */
 const MAX_GATHERED = 16;
 
-/** Per client, the ops of this turn by plan. */
-const gatheredOps = new WeakMap<Deps['redis'], PerTurn<PreparedOp['compiled'], GatheredOp>>();
+/**
+ * Per client, the ops of this turn by plan; on a Redis Cluster by master too (the node that serves the
+ * op's slot, "host:port", as the client's slot table says).
+ */
+const gatheredOps = new WeakMap<Deps['redis'], Map<string, PerTurn<PreparedOp['compiled'], GatheredOp>>>();
 
 /**
- * On a single Redis, the ops a process has for one plan within one turn of its event loop (events
- * from many requests arriving together) travel in one "__multi_full" call (lua/applyUserOp.lua): the
- * plan, the context and the wire reference once, one round trip and one function call for all, each op
- * applied and answered as if called alone, a failing op failing alone. A lone op is called alone.
+ * The ops a process has for one plan within one turn of its event loop (events from many requests
+ * arriving together) travel in one call of lua/applyUserOp.lua: the plan, the context and the wire
+ * reference once, one round trip and one function call for all, each op applied and answered as if
+ * called alone, a failing op failing alone. A lone op is called alone.
+ * - Single Redis: one "__multi_full" call per plan.
+ * - Redis Cluster: one "__multi_node" call per plan and master, for ops of users in any of the slots
+ *   that master serves. An op whose slot has moved meanwhile fails in that call before anything of it
+ *   is written (Redis refuses a key the master does not serve) and is sent again alone, routed by its
+ *   keys; so is an op whose slot the client does not know yet.
  */
 function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
-  let perTurn = gatheredOps.get(deps.redis);
-  if (!perTurn) {
-    perTurn = new PerTurn(MAX_GATHERED, sendGathered);
-    gatheredOps.set(deps.redis, perTurn);
+  let node = '';
+  if (isCluster(deps.redis)) {
+    const owner = deps.redis.slots[slotOf(p.keys.outbox)]?.[0];
+    if (owner === undefined) return callOne(deps, p, a);
+    node = owner;
   }
-  const turn = perTurn;
-  return new Promise((resolve, reject) => turn.add(p.compiled, { p, a, deps, resolve, reject }));
+  let byNode = gatheredOps.get(deps.redis);
+  if (!byNode) {
+    byNode = new Map();
+    gatheredOps.set(deps.redis, byNode);
+  }
+  let turn = byNode.get(node);
+  if (!turn) {
+    turn = new PerTurn(MAX_GATHERED, sendGathered);
+    byNode.set(node, turn);
+  }
+  const perTurn = turn;
+  return new Promise((resolve, reject) => perTurn.add(p.compiled, { p, a, deps, resolve, reject }));
 }
+
+/** Slots by a user shard's outbox key (the shard's hash tag: every key of its users is in its slot). */
+const shardSlots = new Map<string, number>();
+function slotOf(outbox: string): number {
+  let slot = shardSlots.get(outbox);
+  if (slot === undefined) {
+    if (shardSlots.size >= 4096) shardSlots.clear();
+    slot = calculateSlot(outbox);
+    shardSlots.set(outbox, slot);
+  }
+  return slot;
+}
+
+/** Redis's refusal of a key the master running a script does not serve (lua/applyUserOp.lua applyLocal). */
+const NOT_LOCAL = /non local key|cluster is down/;
 
 function sendGathered(ops: GatheredOp[]): void {
   const first = ops[0]!;
@@ -550,30 +584,45 @@ function sendGathered(ops: GatheredOp[]): void {
     callOne(first.deps, first.p, first.a).then(first.resolve, first.reject);
     return;
   }
+  const { deps } = first;
+  const cluster = isCluster(deps.redis);
   const pairs = ops.map((o): [PreparedOp, Attempt] => [o.p, o.a]);
   const { keys, list, order } = multiArgs(pairs);
   const call = async () => {
-    const ref = wireRef(first.deps, multiWire(pairs));
+    const ref = wireRef(deps, multiWire(pairs));
     const wire = typeof ref === 'string' ? ref : await ref;
-    return callScript(first.deps, () =>
-      first.deps.redis.applyUserOp(
-        keys.length,
-        ...keys,
-        '__multi_full',
-        first.p.compiled.json,
-        wire,
-        ...list,
-      ),
+    const plan = first.p.compiled.json;
+    return callScript(deps, () =>
+      cluster
+        ? // One declared key, of the call's first op, routes the call to its master; the ops' keys
+          // travel as arguments (a Function's declared keys must share a slot).
+          deps.redis.applyUserOp(
+            1,
+            ops[order[0]!]!.p.allKeys[0]!,
+            '__multi_node',
+            plan,
+            wire,
+            String(keys.length),
+            ...keys,
+            ...list,
+          )
+        : deps.redis.applyUserOp(keys.length, ...keys, '__multi_full', plan, wire, ...list),
     );
   };
+  // The replies come in the call's order (ops grouped by context).
+  const waiting = order.map((j): Waiting<string> => {
+    const op = ops[j]!;
+    if (!cluster) return op;
+    return {
+      resolve: op.resolve,
+      reject: (err) =>
+        NOT_LOCAL.test(String((err as Error)?.message))
+          ? callOne(deps, op.p, op.a).then(op.resolve, op.reject)
+          : op.reject(err),
+    };
+  });
   call().then(
-    // The replies come in the call's order (ops grouped by context).
-    (replies) =>
-      settleReplies(
-        'applyUserOp',
-        order.map((j) => ops[j]!),
-        replies,
-      ),
+    (replies) => settleReplies('applyUserOp', waiting, replies),
     (err) => {
       for (const op of ops) op.reject(err);
     },

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isCluster } from '../../src/redis/client';
 import { type UserOp, runUserOp } from '../../src/services/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
-import { spyOwnCalls } from '../helpers/spy';
+import { userMaster, userSlot, usersPerCall } from '../helpers/gathered';
 import { createBoard, standings } from '../helpers/leaderboards';
 
-// On a single Redis, the ops a process has for one plan within one turn of its event loop travel in one
-// "__multi_full" call of lua/applyUserOp.lua (src/services/user-op.ts gathered): each must be applied
-// and answered as if called alone, one after the other, and an op that fails must fail alone. On a
-// Cluster every op keeps a call of its own (its user's slot).
+// The ops a process has for one plan within one turn of its event loop travel in one call of
+// lua/applyUserOp.lua (src/services/user-op.ts gathered): on a single Redis one "__multi_full" call, on a
+// Cluster one "__multi_node" call per master (users of any slot that master serves). Each op must be
+// applied and answered as if called alone, one after the other, and an op that fails must fail alone.
 
 let t: TestServer;
 let m: { id: string; key: string };
@@ -34,29 +34,24 @@ const event = (user: string, value: number): Extract<UserOp, { kind: 'event' }> 
   valueMicros: value * 1_000_000,
 });
 
-/** The applyUserOp calls made while `run` ran: for each, how many ops it carried. */
-async function opsPerCall(run: () => Promise<unknown>): Promise<number[]> {
-  const calls = spyOwnCalls(t.deps.redis, 'applyUserOp');
-  try {
-    await run();
-    return calls.calls().map((args) => {
-      const i = args.indexOf('__multi_full');
-      // "__multi_full": 3 arguments per op, 3 per group of ops sharing a context (here one group).
-      return i < 0 ? 1 : (args.length - i - 3 - 3) / 3;
-    });
-  } finally {
-    calls.restore();
-  }
-}
+const masterOf = (user: string) => userMaster(t, user);
 
 describe('ops gathered into one script call', () => {
   it('sends the ops of one turn together and answers each as if it had been called alone', async () => {
     const values = Array.from({ length: 12 }, (_, i) => ((i * 5) % 12) + 1);
     let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
-    const sizes = await opsPerCall(async () => {
+    const calls = await usersPerCall(t, async () => {
       results = await Promise.all(values.map((v, i) => runUserOp(t.deps, event(`go-u${i}`, v))));
     });
-    expect(sizes).toEqual(isCluster(t.deps.redis) ? values.map(() => 1) : [values.length]);
+    const users = values.map((_, i) => `go-u${i}`);
+    expect(calls.flat().sort()).toEqual([...users].sort());
+    if (isCluster(t.deps.redis)) {
+      // One call per master, each carrying the users that master serves (their slots differ).
+      const masters = [...new Set(users.map(masterOf))];
+      expect(calls).toHaveLength(masters.length);
+      for (const call of calls) expect(new Set(call.map(masterOf)).size).toBe(1);
+      expect(new Set(users.map((u) => userSlot(t, u))).size).toBeGreaterThan(masters.length);
+    } else expect(calls).toEqual([users]);
     results.forEach((r, i) => {
       expect(r.totalMicros).toBe(values[i]! * 1_000_000);
       expect(r.created).toBe(true);

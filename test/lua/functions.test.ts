@@ -52,7 +52,9 @@ describe('applyUserOp as a Redis Function', () => {
     expect(library).toMatch(/^laurel_applyUserOp_[0-9a-f]{16}$/);
     const { code } = functionLibrary('applyUserOp');
     expect(code.startsWith(`#!lua name=${library}\n`)).toBe(true);
-    expect(code).toContain(`redis.register_function('${library}', served)`);
+    expect(code).toContain(
+      `redis.register_function{function_name='${library}', callback=served, flags={'allow-cross-slot-keys'}}`,
+    );
     expect(code).not.toMatch(/^return run\(KEYS, ARGV\)/m);
   });
 
