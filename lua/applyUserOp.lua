@@ -135,7 +135,8 @@ local function applyOne(KEYS, ARGV, quiet)
   -- With input.mf the reply marker is the field of KEYS[4] (a hash) named by the op's id.
   local mf = input.mf and input.eventId
   -- A retried call of an op that already committed (its reply was lost with the connection), or a
-  -- resumed batch item.
+  -- resumed batch item. This read comes first: on a Cluster it is what refuses an op of a slot the
+  -- master does not serve before anything is written ("__multi_node" below).
   local committed
   if mf then committed = redis.call('HGET', K_OP, mf) else committed = redis.call('GET', K_OP) end
   if committed then return committed end
@@ -545,15 +546,6 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
--- An op of a "__multi_node" call: its keys are touched first (one EXISTS), so an op whose slot this
--- master does not serve now (moved, or migrating with its keys elsewhere) fails before anything of
--- it is written, with Redis's "non local key" error; the caller then sends it alone, routed by its
--- keys (src/services/user-op.ts).
-local function applyLocal(K, n, args)
-  redis.call('EXISTS', unpack(K, 1, n))
-  return applyOne(K, args, false)
-end
-
 local function run(KEYS, ARGV)
   boardEdgesReset()
   local mode = ARGV[1]
@@ -564,7 +556,10 @@ local function run(KEYS, ARGV)
   -- their keys come in ARGV (ARGV[4] their count, then the keys), as a Function's declared keys must
   -- share one slot; KEYS holds one key of the first op, which routed the call here. The library is
   -- registered with the allow-cross-slot-keys flag (src/redis/scripts.ts), which lets a call reach
-  -- keys of other slots that this master serves, and only those.
+  -- keys of other slots that this master serves, and only those. An op's first command reads its reply
+  -- marker, a key that does not exist before the op: if this master no longer serves the op's slot, or
+  -- is moving it away, Redis refuses that read ("non local key"), so the op fails before anything of
+  -- it is written, and its caller sends it again alone, routed by its keys (src/services/user-op.ts).
   local quiet = mode == '__multi'
   local node = mode == '__multi_node'
   local plan = planOf(ARGV[2])
@@ -598,12 +593,7 @@ local function run(KEYS, ARGV)
       if quiet then
         replies[#replies + 1] = applyOne(K, args, true)
       else
-        local ok, reply
-        if node then
-          ok, reply = pcall(applyLocal, K, n, args)
-        else
-          ok, reply = pcall(applyOne, K, args, false)
-        end
+        local ok, reply = pcall(applyOne, K, args, false)
         replies[#replies + 1] = ok and reply or '!' .. errorText(reply)
       end
       i = i + 3

@@ -47,11 +47,10 @@ function connect(opts: RedisOptions): RedisClient {
       redisOptions: common,
       scaleReads: 'master',
     });
-    // Each event makes its own call on its user's master (its keys are in its shard's slot, so events
-    // cannot share a call there as on a single Redis): the commands a turn sends to one master leave
-    // in one write. Cluster event bench, alternated: API CPU per event 833 and 792 -> 724 and 703 us,
-    // the Cluster's Redis 627 and 626 -> 516 and 500 us. (On a single Redis a turn's events already
-    // share one call, src/services/user-op.ts.)
+    // The calls a turn sends to one master (its events' call, src/services/user-op.ts, and the board
+    // moves of the boards it serves, src/redis/board-moves.ts) leave in one write. Measured when every
+    // event still made a call of its own, alternated: API CPU per event 833 and 792 -> 724 and 703 us,
+    // the Cluster's Redis 627 and 626 -> 516 and 500 us.
     cluster.on('+node', (node: Redis) => {
       node.on('connect', () => corkPerTurn(node.stream));
     });

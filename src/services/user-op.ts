@@ -575,7 +575,7 @@ function slotOf(outbox: string): number {
   return slot;
 }
 
-/** Redis's refusal of a key the master running a script does not serve (lua/applyUserOp.lua applyLocal). */
+/** Redis's refusal of a key the master running a script does not serve (lua/applyUserOp.lua "__multi_node"). */
 const NOT_LOCAL = /non local key|cluster is down/;
 
 function sendGathered(ops: GatheredOp[]): void {

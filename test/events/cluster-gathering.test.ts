@@ -1,5 +1,5 @@
-import type { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userMaster, userSlot, usersPerCall } from '../helpers/gathered';
 import { type UserOp, runUserOp } from '../../src/services/user-op';
 import { type LocalCluster, startRedisCluster } from '../helpers/redis-cluster';
@@ -7,26 +7,23 @@ import { adminCreate, createTestServer, type TestServer } from '../helpers/serve
 
 // On a Redis Cluster, the events a process has for one configuration within one turn of its event loop
 // travel in one "__multi_node" call per master (src/services/user-op.ts gathered), for users of any of the
-// slots that master serves; an op whose slot the master no longer serves is sent again alone. Runs on
-// the Cluster the suite was given (.ci/cluster-tests), or on a throwaway one of its own.
+// slots that master serves; an op whose slot the master no longer serves is sent again alone. Runs on a
+// throwaway Cluster of its own (it moves a slot), in the main suite.
 
-let cluster: LocalCluster | undefined;
+let cluster: LocalCluster;
 let t: TestServer;
 let metricId: string;
 
 beforeAll(async () => {
-  let nodes = inject('services').clusterNodes;
-  if (!nodes) {
-    cluster = await startRedisCluster();
-    nodes = cluster.nodes;
-  }
-  t = await createTestServer({ env: { REDIS_CLUSTER_NODES: nodes } });
+  cluster = await startRedisCluster();
+  t = await createTestServer({ env: { REDIS_CLUSTER_NODES: cluster.nodes } });
   [{ id: metricId }] = (await adminCreate(t, '/metrics', [{ key: 'cg-m', name: 'M' }])) as [{ id: string }];
   await t.deps.catalog.reload();
 }, 60_000);
 
 afterAll(async () => {
   await t?.close();
+  for (const c of nodeClients.values()) c.disconnect();
   await cluster?.stop();
 });
 
@@ -58,38 +55,117 @@ describe('events gathered per master on a Redis Cluster', () => {
     for (const u of users) expect(await t.deps.redis.hget(t.deps.keys.user(u).hash, 'seq')).toBe('1');
   });
 
-  it('sends an op again alone when the master it went to no longer serves its slot', async () => {
+  it('sends an op again alone when its slot has moved to another master since the client last looked', async () => {
     const redis = t.deps.redis as Cluster;
-    // Two users on different masters; the client is made to believe the second's slot is on the
-    // first's master (as when a slot has moved since it last read the table), so both share a call there.
-    const ids = Array.from({ length: 64 }, (_, i) => `cg-s${i}`);
+    // Two users whose slots the same master serves, b with state already.
+    const ids = Array.from({ length: 200 }, (_, i) => `cg-s${i}`);
     const a = ids[0]!;
-    const b = ids.find((u) => masterOf(u) !== masterOf(a))!;
-    const slotB = slotOf(b);
-    const real = redis.slots[slotB]!;
-    redis.slots[slotB] = [masterOf(a)];
+    const b = ids.find((u) => masterOf(u) === masterOf(a) && slotOf(u) !== slotOf(a))!;
+    await runUserOp(t.deps, event(b, 1));
+    // b's slot moves to another master, keys and all (as redis-cli --cluster reshard does it).
+    const slot = slotOf(b);
+    const from = masterOf(b);
+    const to = mastersOf().find((n) => n !== from)!;
+    await moveSlot(slot, from, to);
+    // The client has not looked again yet: it still believes the slot is where it was.
+    redis.slots[slot] = [from];
     let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
-    let calls: string[][];
-    try {
-      calls = await usersPerCall(t, async () => {
-        results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
-      });
-    } finally {
-      redis.slots[slotB] = real;
-    }
-    // b's op failed in the shared call before anything of it was written (its keys are not on that
-    // master), then went alone, routed by its keys (the master's MOVED reply takes it to the right one).
+    const calls = await usersPerCall(t, async () => {
+      results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
+    });
+    // b's op failed in the call both went in, before anything of it was written (its keys are no
+    // longer on that master), then went alone, routed by its keys (MOVED took it to the new master).
     expect(calls).toEqual([[a, b], [b]]);
-    expect(results.map((r) => [r.totalMicros, r.created, r.seq])).toEqual([
-      [2_000_000, true, 1],
-      [3_000_000, true, 1],
+    expect(results.map((r) => [r.totalMicros, r.seq])).toEqual([
+      [2_000_000, 1],
+      [4_000_000, 2],
     ]);
-    expect(await redis.hget(t.deps.keys.user(b).hash, 'seq')).toBe('1');
-    // One outbox record each: the op that failed left none behind.
-    const records = async (user: string) =>
-      (await redis.xrange(t.deps.keys.user(user).outbox, '-', '+')).filter(([, f]) =>
-        f.some((v) => v.includes(`"user":"${user}"`)),
-      ).length;
-    expect([await records(a), await records(b)]).toEqual([1, 1]);
+    expect(masterOf(b)).toBe(to);
+    expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
+    // b's two events left two outbox records, on the new master.
+    const records = (await redis.xrange(t.deps.keys.user(b).outbox, '-', '+')).filter(([, f]) =>
+      f.some((v) => v.includes(`"user":"${b}"`)),
+    );
+    expect(records).toHaveLength(2);
+  });
+
+  it('writes nothing of an op whose slot is half moved, and applies it once the move is done', async () => {
+    const redis = t.deps.redis as Cluster;
+    const ids = Array.from({ length: 200 }, (_, i) => `cg-h${i}`);
+    const a = ids[0]!;
+    const b = ids.find((u) => masterOf(u) === masterOf(a) && slotOf(u) !== slotOf(a))!;
+    await runUserOp(t.deps, event(b, 1));
+    const slot = slotOf(b);
+    const from = masterOf(b);
+    const to = mastersOf().find((n) => n !== from)!;
+    // Mid-move: the slot is migrating and its outbox has gone ahead, while b's hash is still here. The
+    // user script writes b's hash before it appends to the outbox: the op must be refused before that
+    // (its first read, of its reply marker, is of a key not here), not fail halfway.
+    const { finish } = await startMove(slot, from, to, [t.deps.keys.user(b).outbox]);
+    const done = (async () => {
+      await new Promise((r) => setTimeout(r, 300));
+      await finish();
+    })();
+    let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
+    const calls = await usersPerCall(t, async () => {
+      results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
+    });
+    await done;
+    expect(calls).toEqual([[a, b], [b]]);
+    // b's second event counted once: nothing of its failed attempt was written.
+    expect(results.map((r) => [r.totalMicros, r.seq])).toEqual([
+      [2_000_000, 1],
+      [4_000_000, 2],
+    ]);
+    expect(await redis.hget(t.deps.keys.user(b).hash, 'seq')).toBe('2');
+    expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
   });
 });
+
+/** Plain clients of the Cluster's masters by "host:port", for moving slots. */
+const nodeClients = new Map<string, Redis>();
+function nodeClient(node: string): Redis {
+  let c = nodeClients.get(node);
+  if (!c) {
+    const [host, port] = node.split(':');
+    c = new Redis({ host, port: Number(port), lazyConnect: false });
+    nodeClients.set(node, c);
+  }
+  return c;
+}
+
+/** The Cluster's masters, "host:port". */
+const mastersOf = () =>
+  (t.deps.redis as Cluster).nodes('master').map((n) => `${n.options.host}:${n.options.port}`);
+
+/**
+ * Starts moving a slot from one master to another (importing there, migrating here) and moves `first`
+ * of its keys; `finish` moves the rest and tells every master (as redis-cli --cluster reshard does).
+ */
+async function startMove(slot: number, from: string, to: string, first: string[] = []) {
+  const src = nodeClient(from);
+  const dst = nodeClient(to);
+  const [srcId, dstId] = [await src.cluster('MYID'), await dst.cluster('MYID')];
+  const [host, port] = to.split(':');
+  const migrate = (keys: string[]) => src.migrate(host!, port!, '', 0, 5000, 'KEYS', ...keys);
+  await dst.cluster('SETSLOT', slot, 'IMPORTING', srcId);
+  await src.cluster('SETSLOT', slot, 'MIGRATING', dstId);
+  if (first.length) await migrate(first);
+  return {
+    async finish() {
+      for (;;) {
+        const keys = (await src.cluster('GETKEYSINSLOT', slot, 100)) as string[];
+        if (!keys.length) break;
+        await migrate(keys);
+      }
+      // The new owner first, then the old one, then the rest.
+      for (const node of [to, from, ...mastersOf().filter((n) => n !== to && n !== from)])
+        await nodeClient(node).cluster('SETSLOT', slot, 'NODE', dstId);
+    },
+  };
+}
+
+/** Moves a slot and its keys from one master to another, and tells every master. */
+async function moveSlot(slot: number, from: string, to: string): Promise<void> {
+  await (await startMove(slot, from, to)).finish();
+}
