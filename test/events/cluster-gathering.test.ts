@@ -37,6 +37,35 @@ const event = (user: string, value: number): UserOp => ({
 const slotOf = (user: string) => userSlot(t, user);
 const masterOf = (user: string) => userMaster(t, user);
 
+/**
+ * Two users whose slots one master serves (`from`), in different slots, b with one event of state
+ * already, and another master (`to`).
+ */
+async function pairOnOneMaster(tag: string) {
+  const ids = Array.from({ length: 200 }, (_, i) => `cg-${tag}${i}`);
+  const a = ids[0]!;
+  const b = ids.find((u) => masterOf(u) === masterOf(a) && slotOf(u) !== slotOf(a))!;
+  await runUserOp(t.deps, event(b, 1));
+  const from = masterOf(b);
+  return { a, b, slot: slotOf(b), from, to: mastersOf().find((n) => n !== from)! };
+}
+
+/**
+ * Events of a (2) and b (3) sent together: they go in one call to a's master, where b's op is refused
+ * and goes again alone; each counts once (b had 1 already).
+ */
+async function sendBoth(a: string, b: string): Promise<void> {
+  let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
+  const calls = await usersPerCall(t, async () => {
+    results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
+  });
+  expect(calls).toEqual([[a, b], [b]]);
+  expect(results.map((r) => [r.totalMicros, r.seq])).toEqual([
+    [2_000_000, 1],
+    [4_000_000, 2],
+  ]);
+}
+
 describe('events gathered per master on a Redis Cluster', () => {
   it('sends one call per master for the users of its slots, each op answered as if alone', async () => {
     const users = Array.from({ length: 15 }, (_, i) => `cg-u${i}`);
@@ -57,29 +86,14 @@ describe('events gathered per master on a Redis Cluster', () => {
 
   it('sends an op again alone when its slot has moved to another master since the client last looked', async () => {
     const redis = t.deps.redis as Cluster;
-    // Two users whose slots the same master serves, b with state already.
-    const ids = Array.from({ length: 200 }, (_, i) => `cg-s${i}`);
-    const a = ids[0]!;
-    const b = ids.find((u) => masterOf(u) === masterOf(a) && slotOf(u) !== slotOf(a))!;
-    await runUserOp(t.deps, event(b, 1));
+    const { a, b, slot, from, to } = await pairOnOneMaster('s');
     // b's slot moves to another master, keys and all (as redis-cli --cluster reshard does it).
-    const slot = slotOf(b);
-    const from = masterOf(b);
-    const to = mastersOf().find((n) => n !== from)!;
     await moveSlot(slot, from, to);
     // The client has not looked again yet: it still believes the slot is where it was.
     redis.slots[slot] = [from];
-    let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
-    const calls = await usersPerCall(t, async () => {
-      results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
-    });
-    // b's op failed in the call both went in, before anything of it was written (its keys are no
-    // longer on that master), then went alone, routed by its keys (MOVED took it to the new master).
-    expect(calls).toEqual([[a, b], [b]]);
-    expect(results.map((r) => [r.totalMicros, r.seq])).toEqual([
-      [2_000_000, 1],
-      [4_000_000, 2],
-    ]);
+    // b's op fails in the call both go in, before anything of it is written (its keys are no longer
+    // on that master), then goes alone, routed by its keys (MOVED takes it to the new master).
+    await sendBoth(a, b);
     expect(masterOf(b)).toBe(to);
     expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
     // b's two events left two outbox records, on the new master.
@@ -91,13 +105,7 @@ describe('events gathered per master on a Redis Cluster', () => {
 
   it('writes nothing of an op whose slot is half moved, and applies it once the move is done', async () => {
     const redis = t.deps.redis as Cluster;
-    const ids = Array.from({ length: 200 }, (_, i) => `cg-h${i}`);
-    const a = ids[0]!;
-    const b = ids.find((u) => masterOf(u) === masterOf(a) && slotOf(u) !== slotOf(a))!;
-    await runUserOp(t.deps, event(b, 1));
-    const slot = slotOf(b);
-    const from = masterOf(b);
-    const to = mastersOf().find((n) => n !== from)!;
+    const { a, b, slot, from, to } = await pairOnOneMaster('h');
     // Mid-move: the slot is migrating and its outbox has gone ahead, while b's hash is still here. The
     // user script writes b's hash before it appends to the outbox: the op must be refused before that
     // (its first read, of its reply marker, is of a key not here), not fail halfway.
@@ -106,17 +114,9 @@ describe('events gathered per master on a Redis Cluster', () => {
       await new Promise((r) => setTimeout(r, 300));
       await finish();
     })();
-    let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
-    const calls = await usersPerCall(t, async () => {
-      results = await Promise.all([runUserOp(t.deps, event(a, 2)), runUserOp(t.deps, event(b, 3))]);
-    });
+    // b's second event counts once: nothing of its refused attempt was written.
+    await sendBoth(a, b);
     await done;
-    expect(calls).toEqual([[a, b], [b]]);
-    // b's second event counted once: nothing of its failed attempt was written.
-    expect(results.map((r) => [r.totalMicros, r.seq])).toEqual([
-      [2_000_000, 1],
-      [4_000_000, 2],
-    ]);
     expect(await redis.hget(t.deps.keys.user(b).hash, 'seq')).toBe('2');
     expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
   });
