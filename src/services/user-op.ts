@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import calculateSlot from 'cluster-key-slot';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
 import { PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
