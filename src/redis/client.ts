@@ -46,6 +46,12 @@ function connect(opts: RedisOptions): RedisClient {
     const cluster = new Cluster(nodes, {
       redisOptions: common,
       scaleReads: 'master',
+      // While a slot moves, an op whose keys are part moved (its reply marker is always a new key)
+      // is answered TRYAGAIN until the slot's last key has gone, which for a slot of many users takes
+      // seconds: keep asking every 100 ms for about 5 s (the user op's own deadline, callScript)
+      // instead of ioredis's 16 tries (1.6 s), after which the event would fail with 503.
+      maxRedirections: 50,
+      retryDelayOnTryAgain: 100,
     });
     // The calls a turn sends to one master (its events' call, src/services/user-op.ts, and the board
     // moves of the boards it serves, src/redis/board-moves.ts) leave in one write. Measured when every

@@ -120,6 +120,21 @@ describe('events gathered per master on a Redis Cluster', () => {
     expect(await redis.hget(t.deps.keys.user(b).hash, 'seq')).toBe('2');
     expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
   });
+
+  it('holds an event of a slot being moved until the move is done, for up to about 5 s', async () => {
+    const { b, slot, from, to } = await pairOnOneMaster('w');
+    const { finish } = await startMove(slot, from, to, [t.deps.keys.user(b).outbox]);
+    // A slot of many keys takes seconds to move; Redis answers TRYAGAIN meanwhile (the op's keys are
+    // part here, part there), and the client keeps asking.
+    const done = (async () => {
+      await new Promise((r) => setTimeout(r, 2500));
+      await finish();
+    })();
+    const r = await runUserOp(t.deps, event(b, 3));
+    await done;
+    expect([r.totalMicros, r.seq]).toEqual([4_000_000, 2]);
+    expect(masterOf(b)).toBe(to);
+  }, 15_000);
 });
 
 /** Plain clients of the Cluster's masters by "host:port", for moving slots. */
