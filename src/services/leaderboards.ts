@@ -63,17 +63,17 @@ export function boardMove(
   };
 }
 
-/**
- * Applies the board values an op produced: one move per board on the board's slot, travelling with
- * the process's other moves on the same board in this turn (src/redis/board-moves.ts).
- * Returns the moves, in configuration order.
- */
 /** What applyBoardUpdates needs of an op (its result, or an outbox record's replay of it). */
 export type BoardUpdateInput = Pick<
   UserOpResult,
   'boards' | 'localDate' | 'breakdown' | 'seq' | 'now' | 'tz' | 'userId'
 > & { streak: StreakState };
 
+/**
+ * Applies the board values an op produced: one move per board on the board's slot, travelling with
+ * the process's other moves on the same board in this turn (src/redis/board-moves.ts).
+ * Returns the moves, in configuration order.
+ */
 export async function applyBoardUpdates(deps: Deps, r: BoardUpdateInput): Promise<BoardMove[]> {
   const snap = deps.catalog.snapshot;
   const moves = await Promise.all(
