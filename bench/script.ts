@@ -142,11 +142,11 @@ const LUA_SAMPLE_EVERY = 7;
  */
 function profiledLibrary(): { code: string; lines: string; source: string[] } {
   const { library, code } = functionLibrary('applyUserOp');
-  const register = `redis.register_function('${library}', served)`;
+  const register = `redis.register_function{function_name='${library}', callback=served, flags={'allow-cross-slot-keys'}}`;
   const profiled = [
     'local tally = {}',
     "local function hook() local i = debug.getinfo(2, 'Sl') if i and i.currentline then local k = i.linedefined * 100000 + i.currentline tally[k] = (tally[k] or 0) + 1 end end",
-    `redis.register_function('${library}', function(K, A) debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end)`,
+    `redis.register_function{function_name='${library}', callback=function(K, A) debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end, flags={'allow-cross-slot-keys'}}`,
     `redis.register_function('${library}_lines', function() local out = {} for k, v in pairs(tally) do out[#out + 1] = k out[#out + 1] = v end tally = {} return out end)`,
   ].join('\n');
   if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
