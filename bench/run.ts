@@ -347,7 +347,8 @@ async function main() {
     console.error(
       `bench: mode ${opts.mode}, ${opts.connections} connections, fixed rate ${opts.rate} req/s, ` +
         `${opts.duration} s (+${opts.warmup} s warm-up) per scenario, ${opts.users} users, ` +
-        `${opts.veterans} veterans, prefix ${prefix}, database ${dbName}`,
+        `${opts.veterans} veterans, prefix ${prefix}, database ${dbName}` +
+        (opts.nodeArgs.length ? `, Laurel started with node ${opts.nodeArgs.join(' ')}` : ''),
     );
 
     // Where Laurel keeps its data: the local Redis, or (--mode cluster) a throwaway Redis Cluster.
@@ -377,7 +378,10 @@ async function main() {
       SHUTDOWN_TIMEOUT_MS: '5000',
       ...(clusterNodesEnv ? { REDIS_CLUSTER_NODES: clusterNodesEnv } : {}),
     };
-    const nodeArgs = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}profiles`] : [];
+    const nodeArgs = [
+      ...opts.nodeArgs,
+      ...(opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${RESULTS}profiles`] : []),
+    ];
     const laurel = await startLaurel('laurel', apiProcesses, serverEnv, nodeArgs);
     const baselinePort = await freePort();
     const baselineServer = startChild(
@@ -707,7 +711,7 @@ async function main() {
         'laurel-c',
         1,
         { ...serverEnv, REDIS_CLUSTER_NODES: cluster.nodes, DATABASE_URL: dbUrlOf(clusterDbName) },
-        [],
+        opts.nodeArgs,
       );
       const cOrigin = onCluster.origins[0]!;
       await waitForAdminKey(cOrigin, adminKey, (m) => c.client.publish(`${prefix}:config-changed`, m));
@@ -777,6 +781,7 @@ async function main() {
         veterans: opts.veterans,
         veteranDays: VETERAN_DAYS,
         zones: ZONES,
+        ...(opts.nodeArgs.length ? { nodeArgs: opts.nodeArgs } : {}),
       },
       machine: {
         cpus: os.cpus().length,

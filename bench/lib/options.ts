@@ -25,6 +25,11 @@ export interface BenchOptions {
   databaseUrl: string;
   /** Also measures the leaderboard read endpoints (when the server has them). */
   reads: boolean;
+  /**
+   * Node options given to every Laurel process on its command line (BENCH_NODE_ARGS, space-separated):
+   * V8 flags that NODE_OPTIONS refuses, such as --single-threaded-gc, can be compared this way.
+   */
+  nodeArgs: string[];
   /** Writes a V8 CPU profile of the Laurel server to bench/results/profiles/. */
   profile: boolean;
   /**
@@ -80,6 +85,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     redisUrl: local(env.REDIS_URL || 'redis://127.0.0.1:6379', 'REDIS_URL'),
     databaseUrl: local(env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres', 'DATABASE_URL'),
     reads: !(argv.includes('--no-reads') || ['0', 'false'].includes(env.BENCH_READS ?? '')),
+    nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
     profile: argv.includes('--profile') || ['1', 'true'].includes(env.BENCH_PROFILE ?? ''),
     scrape: argv.includes('--scrape') || ['1', 'true'].includes(env.BENCH_SCRAPE ?? ''),
   };
