@@ -19,6 +19,9 @@ import { worker } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
+/** The most outbox entries one XREADGROUP of the history writer returns on a single Redis (drainOnce). */
+export const MAX_READ = 512;
+
 export type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 export { parseRecord } from '../redis/user-script';
 
@@ -323,10 +326,20 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   }
 
   /**
-   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments for all of them
-   * (the same on every pass: built once).
+   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments for all of them at
+   * once and in groups (the same on every pass: built once).
    */
-  private outboxes: { keys: string[]; shardOf: Map<string, number>; streams: string[] } | null = null;
+  private outboxes: {
+    keys: string[];
+    shardOf: Map<string, number>;
+    streams: string[];
+    groups: string[][];
+  } | null = null;
+  /**
+   * Whether the outbox holds a backlog: the last pass was large (or this writer has just started and
+   * does not know). The next pass then reads the streams in groups (drainOnce).
+   */
+  private draining = true;
 
   /** One pass over every shard; returns how many entries were written. */
   async drainOnce(): Promise<number> {
@@ -335,16 +348,29 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
     const all = Array.from({ length: shards }, (_, shard) => shard);
     if (this.groupsReady.size < shards) await Promise.all(all.map((shard) => this.ensureGroup(shard)));
-    if (!this.outboxes) {
-      const keys = all.map((shard) => this.deps.keys.outbox(shard));
-      const shardOf = new Map(keys.map((key, shard) => [key, shard]));
-      this.outboxes = { keys, shardOf, streams: [...keys, ...keys.map(() => '>')] };
-    }
-    const { keys, shardOf, streams } = this.outboxes;
-    // Every shard is read at once (the reads share socket writes) and the whole pass is written in
+    // Every shard is read in one call (the reads share socket writes) and the whole pass is written in
     // one transaction: under load each shard holds only a few records, so per-shard transactions
     // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
     const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
+    // But no read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
+    // reply: 2,560 entries of a 256-shard outbox held it for 5-20 ms, which every event arriving then
+    // waited out. Reading every stream at once takes a few entries of each (thin passes hold about
+    // one per shard); while a backlog drains, the streams are read a group at a time, the full
+    // perShard of each, one call after the other (other clients' commands run in between).
+    const thin = Math.max(1, Math.floor(MAX_READ / shards));
+    const full = Math.min(perShard, MAX_READ);
+    if (!this.outboxes) {
+      const keys = all.map((shard) => this.deps.keys.outbox(shard));
+      const shardOf = new Map(keys.map((key, shard) => [key, shard]));
+      const size = Math.max(1, Math.floor(MAX_READ / full));
+      const groups: string[][] = [];
+      for (let i = 0; i < keys.length; i += size) {
+        const part = keys.slice(i, i + size);
+        groups.push([...part, ...part.map(() => '>')]);
+      }
+      this.outboxes = { keys, shardOf, streams: [...keys, ...keys.map(() => '>')], groups };
+    }
+    const { keys, shardOf, streams, groups } = this.outboxes;
     const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) this.lastClaim = Date.now();
     const lists: OutboxEntry[][] = all.map(() => []);
@@ -358,21 +384,23 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
       });
     }
-    const read = (streams: string[]) =>
+    const read = (streams: string[], count: number) =>
       this.deps.redis.xreadgroup(
         'GROUP',
         HISTORY_GROUP,
         this.consumer,
         'COUNT',
-        perShard,
+        count,
         'STREAMS',
         ...streams,
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
-    // One read of every shard's stream on a single Redis (COUNT applies per stream); on Cluster the
-    // streams live in different slots, so one read each.
-    const replies = isCluster(this.deps.redis)
-      ? await Promise.all(keys.map((key) => read([key, '>'])))
-      : [await read(streams)];
+    // On a single Redis one read of every shard's stream (COUNT applies per stream), or while draining
+    // one per group of streams; on Cluster the streams live in different slots, so one read each.
+    const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
+    if (isCluster(this.deps.redis))
+      replies.push(...(await Promise.all(keys.map((key) => read([key, '>'], perShard)))));
+    else if (!this.draining) replies.push(await read(streams, thin));
+    else for (const group of groups) replies.push(await read(group, full));
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
         const shard = shardOf.get(key)!;
@@ -380,6 +408,8 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       }
     }
     const collected = lists.flat();
+    // A pass of half a read's worth or more finds a backlog: the next one reads in groups.
+    this.draining = collected.length >= MAX_READ / 2;
     if (!collected.length) return 0;
     const writeStart = performance.now();
     await writeBatch(this.deps, collected, this.opts.hooks);

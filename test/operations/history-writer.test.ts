@@ -1,4 +1,4 @@
-import { count, eq, sum } from 'drizzle-orm';
+import { count, eq, sql, sum } from 'drizzle-orm';
 import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,6 +13,7 @@ import { createDb } from '../../src/db/client';
 import {
   HISTORY_GROUP,
   HistoryWriter,
+  MAX_READ,
   type OutboxEntry,
   parseRecord,
   writeBatch,
@@ -314,5 +315,55 @@ describe('history writer', () => {
       { value: 3_000_000, seq: 2 },
     ]);
     await new HistoryWriter(t.deps, { consumer: 'w-lb' }).drainOnce();
+  });
+  it('reads a backlog at most MAX_READ entries per call, a group of streams at a time, and every entry once', async () => {
+    const shards = t.deps.config.USER_SHARDS;
+    // Redis runs nothing else while it builds a read's reply: a backlog of twice MAX_READ over every
+    // shard would have come back in one reply before.
+    const backlog = 2 * MAX_READ + 100;
+    for (let i = 0; i < backlog; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, backlog - i) }, (_, k) =>
+          t.api('POST', '/v1/metrics/lessons/event', { user: { id: `cap-${i + k}` }, value: 1 }),
+        ).map(async (r) => expect((await r).status).toBe(201)),
+      );
+    }
+    const pending = (await peekOutbox()).filter((e) => e.record.user.startsWith('cap-')).length;
+    expect(pending).toBe(backlog);
+
+    // Every XREADGROUP call and the entries its reply held.
+    const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    const original = client.xreadgroup!;
+    const calls: Array<{ streams: number; entries: number }> = [];
+    client.xreadgroup = async function (this: unknown, ...args: unknown[]) {
+      const reply = (await original.apply(this, args)) as Array<[string, unknown[]]> | null;
+      const streams = (args.length - args.indexOf('STREAMS') - 1) / 2;
+      calls.push({ streams, entries: (reply ?? []).reduce((n, [, list]) => n + list.length, 0) });
+      return reply;
+    };
+    try {
+      const writer = new HistoryWriter(t.deps, { consumer: 'w-cap' });
+      const passes: number[] = [];
+      for (let n = await writer.drainOnce(); n > 0; n = await writer.drainOnce()) passes.push(n);
+      expect(passes.reduce((a, b) => a + b, 0)).toBe(backlog);
+      expect(await writer.lag()).toBe(0);
+      expect(Math.max(...calls.map((c) => c.entries))).toBeLessThanOrEqual(MAX_READ);
+      // A pass while draining reads the streams in groups, and takes more than one read's worth.
+      expect(calls[0]!.streams).toBeLessThan(shards);
+      expect(passes[0]).toBeGreaterThan(MAX_READ);
+      const written = await t.deps.db
+        .select({ n: count() })
+        .from(events)
+        .where(sql`${events.userId} like 'cap-%'`);
+      expect(written[0]!.n).toBe(backlog);
+
+      // Drained, a thin pass reads every stream in one call.
+      await send('cap-thin', 1);
+      calls.length = 0;
+      expect(await writer.drainOnce()).toBe(1);
+      expect(calls).toEqual([{ streams: shards, entries: 1 }]);
+    } finally {
+      client.xreadgroup = original;
+    }
   });
 });
