@@ -397,19 +397,22 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     // On a single Redis one read of every shard's stream (COUNT applies per stream), or while draining
     // one per group of streams; on Cluster the streams live in different slots, so one read each.
     const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
-    if (isCluster(this.deps.redis))
-      replies.push(...(await Promise.all(keys.map((key) => read([key, '>'], perShard)))));
-    else if (!this.draining) replies.push(await read(streams, thin));
-    else for (const group of groups) replies.push(await read(group, full));
+    const cluster = isCluster(this.deps.redis);
+    const count = cluster ? perShard : this.draining ? full : thin;
+    if (cluster) replies.push(...(await Promise.all(keys.map((key) => read([key, '>'], count)))));
+    else if (!this.draining) replies.push(await read(streams, count));
+    else for (const group of groups) replies.push(await read(group, count));
+    // A stream that gave all it was asked for may hold more: the next pass reads in groups.
+    let more = false;
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
         const shard = shardOf.get(key)!;
+        if (list.length >= count) more = true;
         lists[shard]!.push(...this.toEntries(shard, list));
       }
     }
+    this.draining = more;
     const collected = lists.flat();
-    // A pass of half a read's worth or more finds a backlog: the next one reads in groups.
-    this.draining = collected.length >= MAX_READ / 2;
     if (!collected.length) return 0;
     const writeStart = performance.now();
     await writeBatch(this.deps, collected, this.opts.hooks);

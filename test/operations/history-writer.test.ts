@@ -362,6 +362,22 @@ describe('history writer', () => {
       calls.length = 0;
       expect(await writer.drainOnce()).toBe(1);
       expect(calls).toEqual([{ streams: shards, entries: 1 }]);
+
+      // A backlog in one shard (one user's events): the thin read takes a few of them, finds the stream
+      // may hold more, and the passes after it read in groups until it is empty.
+      for (let i = 0; i < 300; i += 50)
+        await Promise.all(
+          Array.from({ length: 50 }, () =>
+            t.api('POST', '/v1/metrics/lessons/event', { user: { id: 'cap-one' }, value: 1 }),
+          ),
+        );
+      calls.length = 0;
+      let one = 0;
+      for (let n = await writer.drainOnce(); n > 0; n = await writer.drainOnce()) one += n;
+      expect(one).toBe(300);
+      expect(calls[0]!.streams).toBe(shards);
+      expect(calls[1]!.streams).toBeLessThan(shards);
+      expect(Math.max(...calls.map((c) => c.entries))).toBeLessThanOrEqual(MAX_READ);
     } finally {
       client.xreadgroup = original;
     }
