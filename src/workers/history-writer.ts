@@ -340,6 +340,8 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    * does not know). The next pass then reads the streams in groups (drainOnce).
    */
   private draining = true;
+  /** Whether the last pass left records it knows of: a stream gave the full count of a grouped read. */
+  private behind = false;
 
   /** One pass over every shard; returns how many entries were written. */
   async drainOnce(): Promise<number> {
@@ -412,6 +414,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       }
     }
     this.draining = more;
+    this.behind = more && count === full;
     const collected = lists.flat();
     if (!collected.length) return 0;
     const writeStart = performance.now();
@@ -434,9 +437,11 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
 
   protected async poll(): Promise<number> {
     const n = await this.drainOnce();
-    // Every pass reads every shard: after a thin one, let records accumulate a moment.
+    // Every pass reads every shard: after a thin one, let records accumulate a moment, unless a stream
+    // is known to hold more (a backlog in a few shards, such as one user's events, makes thin passes).
     const idle = this.opts.idleSleepMs ?? 200;
-    return n === 0 ? idle : n < (this.opts.batchSize ?? 500) / 4 ? Math.min(idle, 100) : 0;
+    if (n === 0) return idle;
+    return n < (this.opts.batchSize ?? 500) / 4 && !this.behind ? Math.min(idle, 100) : 0;
   }
 
   /** Entries not yet written, over every shard (the lag). */
