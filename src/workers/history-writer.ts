@@ -336,8 +336,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     groups: string[][];
   } | null = null;
   /**
-   * Whether the outbox holds a backlog: the last pass was large (or this writer has just started and
-   * does not know). The next pass then reads the streams in groups (drainOnce).
+   * Whether the outbox may hold a backlog: a stream gave the last pass all it was asked for (or this
+   * writer has just started and does not know). The next pass then reads the streams in groups
+   * (drainOnce).
    */
   private draining = true;
   /** Whether the last pass left records it knows of: a stream gave the full count of a grouped read. */
@@ -355,8 +356,8 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
     const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
     // But no read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
-    // reply: 2,560 entries of a 256-shard outbox held it for 5-20 ms, which every event arriving then
-    // waited out. Reading every stream at once takes a few entries of each (thin passes hold about
+    // reply: 2,560 entries of a 256-shard outbox held it for up to 39 ms, which every event arriving
+    // then waited out. Reading every stream at once takes a few entries of each (thin passes hold about
     // one per shard); while a backlog drains, the streams are read a group at a time, the full
     // perShard of each, one call after the other (other clients' commands run in between).
     const thin = Math.max(1, Math.floor(MAX_READ / shards));
