@@ -295,6 +295,8 @@ export interface HistoryWriterOptions {
   idleSleepMs?: number;
   hooks?: RecordHook[];
   consumer?: string;
+  /** The most outbox entries one read returns (MAX_READ unless given). */
+  maxRead?: number;
 }
 
 /**
@@ -326,14 +328,14 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   }
 
   /**
-   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments for all of them at
-   * once and in groups (the same on every pass: built once).
+   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments of the reads of a
+   * thin pass and of a draining one (the same on every pass: built once).
    */
   private outboxes: {
     keys: string[];
     shardOf: Map<string, number>;
-    streams: string[];
-    groups: string[][];
+    thinReads: string[][];
+    fullReads: string[][];
   } | null = null;
   /**
    * Whether the outbox may hold a backlog: a stream gave the last pass all it was asked for (or this
@@ -357,23 +359,29 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
     // But no read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
     // reply: 2,560 entries of a 256-shard outbox held it for up to 39 ms, which every event arriving
-    // then waited out. Reading every stream at once takes a few entries of each (thin passes hold about
-    // one per shard); while a backlog drains, the streams are read a group at a time, the full
-    // perShard of each, one call after the other (other clients' commands run in between).
-    const thin = Math.max(1, Math.floor(MAX_READ / shards));
-    const full = Math.min(perShard, MAX_READ);
+    // then waited out. A thin pass takes a few entries of each stream (thin passes hold about one per
+    // shard), every stream in one read up to MAX_READ streams; while a backlog drains, the full perShard
+    // of each, a group of streams per read, one read after the other (other clients' commands run in
+    // between).
+    const maxRead = this.opts.maxRead ?? MAX_READ;
+    const thin = Math.max(1, Math.floor(maxRead / shards));
+    const full = Math.min(perShard, maxRead);
     if (!this.outboxes) {
       const keys = all.map((shard) => this.deps.keys.outbox(shard));
       const shardOf = new Map(keys.map((key, shard) => [key, shard]));
-      const size = Math.max(1, Math.floor(MAX_READ / full));
-      const groups: string[][] = [];
-      for (let i = 0; i < keys.length; i += size) {
-        const part = keys.slice(i, i + size);
-        groups.push([...part, ...part.map(() => '>')]);
-      }
-      this.outboxes = { keys, shardOf, streams: [...keys, ...keys.map(() => '>')], groups };
+      // The STREAMS arguments of reads taking `count` entries of each stream, at most maxRead in all.
+      const readsOf = (count: number) => {
+        const size = Math.max(1, Math.floor(maxRead / count));
+        const reads: string[][] = [];
+        for (let i = 0; i < keys.length; i += size) {
+          const part = keys.slice(i, i + size);
+          reads.push([...part, ...part.map(() => '>')]);
+        }
+        return reads;
+      };
+      this.outboxes = { keys, shardOf, thinReads: readsOf(thin), fullReads: readsOf(full) };
     }
-    const { keys, shardOf, streams, groups } = this.outboxes;
+    const { keys, shardOf, thinReads, fullReads } = this.outboxes;
     const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) this.lastClaim = Date.now();
     const lists: OutboxEntry[][] = all.map(() => []);
@@ -397,14 +405,14 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         'STREAMS',
         ...streams,
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
-    // On a single Redis one read of every shard's stream (COUNT applies per stream), or while draining
-    // one per group of streams; on Cluster the streams live in different slots, so one read each.
+    // COUNT applies per stream. On a single Redis the reads above; on Cluster the streams live in
+    // different slots, so one read each.
     const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
     const cluster = isCluster(this.deps.redis);
-    const count = cluster ? perShard : this.draining ? full : thin;
+    const count = cluster || this.draining ? full : thin;
     if (cluster) replies.push(...(await Promise.all(keys.map((key) => read([key, '>'], count)))));
-    else if (!this.draining) replies.push(await read(streams, count));
-    else for (const group of groups) replies.push(await read(group, count));
+    else
+      for (const streams of this.draining ? fullReads : thinReads) replies.push(await read(streams, count));
     // A stream that gave all it was asked for may hold more: the next pass reads in groups.
     let more = false;
     for (const reply of replies) {

@@ -372,6 +372,28 @@ describe('history writer', () => {
       client.xreadgroup = original;
     }
   });
+  it('keeps a thin read within its bound when there are more streams than the bound', async () => {
+    // 16 shards and reads of at most 8 entries: a thin pass takes one entry of 8 streams per read.
+    const writer = new HistoryWriter(t.deps, { consumer: 'w-narrow', maxRead: 8 });
+    while ((await writer.drainOnce()) > 0) {}
+    const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    const original = client.xreadgroup!;
+    const entries: number[] = [];
+    client.xreadgroup = async function (this: unknown, ...args: unknown[]) {
+      const reply = (await original.apply(this, args)) as Array<[string, unknown[]]> | null;
+      entries.push((reply ?? []).reduce((n, [, list]) => n + list.length, 0));
+      return reply;
+    };
+    try {
+      await Promise.all(Array.from({ length: 40 }, (_, i) => send(`narrow-${i}`, 1)));
+      let n = 0;
+      for (let k = await writer.drainOnce(); k > 0; k = await writer.drainOnce()) n += k;
+      expect(n).toBe(40);
+      expect(Math.max(...entries)).toBeLessThanOrEqual(8);
+    } finally {
+      client.xreadgroup = original;
+    }
+  });
 });
 
 describe('history writer, a backlog in one shard', () => {
