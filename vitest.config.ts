@@ -1,10 +1,16 @@
 import { defineConfig } from 'vitest/config';
 import { isTypeFetchDrop } from './src/process-guards';
 
+/**
+ * Files that replace a module with vi.mock: a mock applies only to modules imported after it, so these
+ * files run in a fresh process each (every other file shares its worker's loaded modules).
+ */
+const MOCKING = ['test/achievements/admin.test.ts', 'test/unit/api-keys.test.ts'];
+const ALL = ['test/**/*.test.ts', 'test/**/*.test.tsx'];
+
 export default defineConfig({
   test: {
     globalSetup: ['./test/helpers/global-setup.ts'],
-    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
@@ -15,5 +21,12 @@ export default defineConfig({
     // connection leaves a rejection nobody can hold (src/process-guards.ts): Laurel's processes log it
     // and go on, and so do the tests. Every other unhandled error still fails the run.
     onUnhandledError: (error) => (isTypeFetchDrop(error) ? false : undefined),
+    projects: [
+      // Each file builds its own servers (own key prefix, own database), and module state that outlives
+      // a file is keyed by server (its deps or its key prefix): a worker loads the app's modules once
+      // for all its files, instead of once per file (about 2 s of a 2-core machine's CPU each).
+      { extends: true, test: { name: 'shared', include: ALL, exclude: MOCKING, isolate: false } },
+      { extends: true, test: { name: 'isolated', include: MOCKING, isolate: true } },
+    ],
   },
 });

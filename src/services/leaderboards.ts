@@ -431,24 +431,31 @@ export async function snapshottedRuns(deps: Deps, boardId: string): Promise<Set<
   return new Set(rows.map((x) => x.run));
 }
 
-/** Display names of ranked users, cached briefly (a top-100 read would otherwise look up 100 profiles). */
+/**
+ * Display names of ranked users, cached briefly (a top-100 read would otherwise look up 100 profiles),
+ * by key prefix and user id, so servers sharing a process (tests) never read each other's names.
+ */
 export const NAME_TTL_MS = 5000;
 const nameCache = new LRUCache<string, { name: string | null }>({ max: 100_000, ttl: NAME_TTL_MS });
 /** Moves whenever this process learns a new display name (cached rankings hold names). */
 let nameEpoch = 0;
 export const namesEpoch = () => nameEpoch;
 
+const nameKey = (deps: Pick<Deps, 'keys'>, userId: string) => `${deps.keys.prefix}\u0000${userId}`;
+
 /** Called by user ops that set a name, so this process never serves its own stale name. */
-export function rememberUserName(userId: string, name: string): void {
-  if (nameCache.get(userId)?.name !== name) nameEpoch++;
-  nameCache.set(userId, { name });
+export function rememberUserName(deps: Pick<Deps, 'keys'>, userId: string, name: string): void {
+  const key = nameKey(deps, userId);
+  if (nameCache.get(key)?.name !== name) nameEpoch++;
+  nameCache.set(key, { name });
 }
 
 export async function userNames(deps: Deps, ids: string[]): Promise<Array<string | null>> {
   const out: Array<string | null> = new Array(ids.length).fill(null);
   const missing: number[] = [];
-  ids.forEach((id, i) => {
-    const hit = nameCache.get(id);
+  const cacheKeys = ids.map((id) => nameKey(deps, id));
+  cacheKeys.forEach((key, i) => {
+    const hit = nameCache.get(key);
     if (hit) out[i] = hit.name;
     else missing.push(i);
   });
@@ -459,7 +466,7 @@ export async function userNames(deps: Deps, ids: string[]): Promise<Array<string
   const fetched = await execValues(pipe);
   missing.forEach((i, k) => {
     out[i] = (fetched[k] as string | null | undefined) ?? null;
-    nameCache.set(ids[i]!, { name: out[i] ?? null });
+    nameCache.set(cacheKeys[i]!, { name: out[i] ?? null });
   });
   return out;
 }

@@ -32,7 +32,10 @@ import type { UserInput, UserOp, UserOpResult } from '../engine/user-op-result';
 export type { UserInput, UserOp, UserOpResult } from '../engine/user-op-result';
 export type { LuaAward, LuaStreak } from '../redis/user-script';
 
-/** Last time zone seen per user: the script checks it and asks again when it was wrong. */
+/**
+ * Last time zone seen per user, by the user's hash key (which names the deployment's key prefix, so two
+ * servers in one process never share an entry): the script checks it and asks again when it was wrong.
+ */
 const tzCache = new LRUCache<string, string>({ max: 200_000 });
 
 /** cjson writes empty arrays as {}: read any list through this. */
@@ -243,7 +246,7 @@ function prepareOp(deps: Deps, op: UserOp, at?: number): PreparedOp {
         }
       : undefined;
   // The stored zone before this request (checked by the script when the request changes it).
-  const cachedTz = tzCache.get(op.user.id);
+  const cachedTz = tzCache.get(keys.hash);
   const prevTz = cachedTz ?? 'UTC';
   const tz = op.user.tz ?? prevTz;
   return {
@@ -381,10 +384,10 @@ function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
 type Attempt = ReturnType<typeof attemptOf>;
 
 /** What a committed op teaches this process: the user's zone, and its display name when it stored one. */
-function committed(p: PreparedOp, stored: boolean): void {
-  if (p.cachedTz !== p.tz) tzCache.set(p.op.user.id, p.tz);
+function committed(deps: Deps, p: PreparedOp, stored: boolean): void {
+  if (p.cachedTz !== p.tz) tzCache.set(p.keys.hash, p.tz);
   // A replay stored nothing, so only a processed op may refresh the cached display name.
-  if (stored && p.op.user.name !== undefined) rememberUserName(p.op.user.id, p.op.user.name);
+  if (stored && p.op.user.name !== undefined) rememberUserName(deps, p.op.user.id, p.op.user.name);
 }
 
 /** The result of a script reply, or the zone to retry with. */
@@ -403,7 +406,7 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
   }
   const ctx = { tz, localDate: date, periodIdx, now };
   if (reply.kind === 'replay') {
-    committed(p, false);
+    committed(deps, p, false);
     const { replay } = reply;
     // '' : the id derived from the key and its first use (src/engine/idempotency.ts).
     const original =
@@ -425,7 +428,7 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     };
   }
   const r = reply.record;
-  committed(p, true);
+  committed(deps, p, true);
   // Levels come back as positions in the plan's lists: the objects are the plan's (as at commit).
   const levels = p.compiled.levels;
   const level = (sys: string, ref: number | false | undefined) =>
@@ -693,7 +696,7 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
           try {
             const p = prepared[i]!;
             const quiet = quietOutcome(replies[r]!);
-            if (quiet !== 'full') committed(p, quiet === 'done');
+            if (quiet !== 'full') committed(deps, p, quiet === 'done');
             else if ((await finishOp(deps, p, attempts[j]!, replies[r]!)) === 'retry')
               await runUserOp(deps, ops[i]!);
           } catch (err) {

@@ -13,13 +13,18 @@ import { wireSnapshots } from '../db/schema';
 import type { Deps } from '../deps';
 import { type OutboxEntry, type PlanWire, parseWire, resolveLevels } from '../redis/user-script';
 
-/** Ids already stored, by process (deps), and stores in flight. */
-const stored = new WeakMap<Deps, Map<string, true | Promise<boolean>>>();
+/**
+ * Ids already stored, by process (deps), and stores in flight; after a failed store, the time until
+ * which ops of that id carry the JSON (by deps too: one database's outage says nothing of another's).
+ */
+const stored = new WeakMap<
+  Deps,
+  { known: Map<string, true | Promise<boolean>>; failedUntil: Map<string, number> }
+>();
 /** Content id of a wire JSON (the same string object is passed on every op of a plan: cached). */
 const ids = new Map<string, string>();
-/** After a failed store, ops of that id carry the JSON until this time. */
+/** After a failed store, ops of that id carry the JSON for this long. */
 const RETRY_MS = 5_000;
-const failedUntil = new Map<string, number>();
 
 export function wireId(json: string): string {
   let id = ids.get(json);
@@ -40,11 +45,12 @@ export function wireRef(deps: Deps, json: string): string | Promise<string> {
   // Replays (src/simulations/) write no outbox record: nothing will read the wire objects.
   if (deps.history === false) return '';
   const id = wireId(json);
-  let perDeps = stored.get(deps);
-  if (!perDeps) {
-    perDeps = new Map();
-    stored.set(deps, perDeps);
+  let state = stored.get(deps);
+  if (!state) {
+    state = { known: new Map(), failedUntil: new Map() };
+    stored.set(deps, state);
   }
+  const { known: perDeps, failedUntil } = state;
   const known = perDeps.get(id);
   if (known === true) return id;
   if (known) return known.then((ok) => (ok ? id : json));

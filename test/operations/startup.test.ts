@@ -64,15 +64,22 @@ function start(env: Record<string, string>): Proc {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
+/**
+ * How long a start may take before the test calls it hung. A start takes 3-6 s here, but up to 15 s
+ * while other files start several servers of their own on the same two cores (multi-process).
+ */
+const START_MS = 40_000;
+
 async function listening(p: Proc): Promise<void> {
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + START_MS;
   let code: number | null | undefined;
   void p.exited.then((c) => {
     code = c;
   });
   while (!p.stdout().includes('"msg":"laurel listening"')) {
     if (code !== undefined) throw new Error(`exited ${code}: ${p.stderr()}`);
-    if (Date.now() > deadline) throw new Error(`not listening after 15 s: ${p.stdout()} ${p.stderr()}`);
+    if (Date.now() > deadline)
+      throw new Error(`not listening after ${START_MS / 1000} s: ${p.stdout()} ${p.stderr()}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -104,7 +111,7 @@ afterAll(async () => {
   }
 });
 
-describe('starting the real server', () => {
+describe('starting the real server', { timeout: START_MS + 20_000 }, () => {
   let adminKey = '';
 
   it('creates the database, prints an admin key once, serves /readyz 200 and stops on SIGTERM', async () => {
