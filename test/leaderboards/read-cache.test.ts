@@ -146,3 +146,22 @@ describe('cached leaderboard reads', () => {
     }
   });
 });
+
+describe('two servers in one process', () => {
+  it('never show each other’s display names for the same user id', async () => {
+    // The name cache is per process; each server reads its own users' names (its key prefix), even
+    // when another server of the process just learned a different name for the same id.
+    const other = await createTestServer({ now: '2025-03-10T12:00:00Z' });
+    try {
+      const [om] = await adminCreate(other, '/metrics', [{ key: 'rc-lessons', name: 'Lessons' }]);
+      const ob = await createBoard(other, { key: 'rc-board', rankBy: 'metric', metricId: om.id });
+      await send(t, m.key, { id: 'rc-twin', name: 'Here' }, 1000);
+      await send(other, om.key, { id: 'rc-twin', name: 'There' }, 1000);
+      const top = async (s: TestServer, key: string) => (await getBoard(s, key, { limit: 1 })).body.rankings[0];
+      expect(await top(t, board.key)).toMatchObject({ userId: 'rc-twin', userName: 'Here' });
+      expect(await top(other, ob.key)).toMatchObject({ userId: 'rc-twin', userName: 'There' });
+    } finally {
+      await other.close();
+    }
+  });
+});
