@@ -157,7 +157,8 @@ describe('two servers in one process', () => {
       const ob = await createBoard(other, { key: 'rc-board', rankBy: 'metric', metricId: om.id });
       await send(t, m.key, { id: 'rc-twin', name: 'Here' }, 1000);
       await send(other, om.key, { id: 'rc-twin', name: 'There' }, 1000);
-      const top = async (s: TestServer, key: string) => (await getBoard(s, key, { limit: 1 })).body.rankings[0];
+      const top = async (s: TestServer, key: string) =>
+        (await getBoard(s, key, { limit: 1 })).body.rankings[0];
       expect(await top(t, board.key)).toMatchObject({ userId: 'rc-twin', userName: 'Here' });
       expect(await top(other, ob.key)).toMatchObject({ userId: 'rc-twin', userName: 'There' });
     } finally {
