@@ -19,7 +19,10 @@ import { worker } from './runner';
 
 export const HISTORY_GROUP = 'history';
 
-/** The most outbox entries one XREADGROUP of the history writer returns on a single Redis (drainOnce). */
+/**
+ * The most outbox entries one XREADGROUP of the history writer returns on a single Redis, and one
+ * pipeline of its claims of a dead writer's entries (drainOnce).
+ */
 export const MAX_READ = 512;
 
 export type { OutboxEntry, OutboxRecord } from '../redis/user-script';
@@ -328,14 +331,16 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   }
 
   /**
-   * The shards' outbox keys, the shard of each, and XREADGROUP's STREAMS arguments of the reads of a
-   * thin pass and of a draining one (the same on every pass: built once).
+   * The shards' outbox keys, the shard of each, XREADGROUP's STREAMS arguments of the reads of a thin
+   * pass and of a draining one, and the streams of each claim pipeline (the same on every pass: built
+   * once).
    */
   private outboxes: {
     keys: string[];
     shardOf: Map<string, number>;
     thinReads: string[][];
     fullReads: string[][];
+    claimGroups: string[][];
   } | null = null;
   /**
    * Whether the outbox may hold a backlog: a stream gave the last pass all it was asked for (or this
@@ -369,31 +374,40 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     if (!this.outboxes) {
       const keys = all.map((shard) => this.deps.keys.outbox(shard));
       const shardOf = new Map(keys.map((key, shard) => [key, shard]));
-      // The STREAMS arguments of reads taking `count` entries of each stream, at most maxRead in all.
-      const readsOf = (count: number) => {
+      // Groups of streams whose reads (or claims) take `count` entries of each, at most maxRead in all,
+      // and the STREAMS arguments of their reads. Claims take as many of each stream as a draining read.
+      const groupsOf = (count: number) => {
         const size = Math.max(1, Math.floor(maxRead / count));
-        const reads: string[][] = [];
-        for (let i = 0; i < keys.length; i += size) {
-          const part = keys.slice(i, i + size);
-          reads.push([...part, ...part.map(() => '>')]);
-        }
-        return reads;
+        const groups: string[][] = [];
+        for (let i = 0; i < keys.length; i += size) groups.push(keys.slice(i, i + size));
+        return groups;
       };
-      this.outboxes = { keys, shardOf, thinReads: readsOf(thin), fullReads: readsOf(full) };
+      const readsOf = (count: number) => groupsOf(count).map((part) => [...part, ...part.map(() => '>')]);
+      this.outboxes = {
+        keys,
+        shardOf,
+        thinReads: readsOf(thin),
+        fullReads: readsOf(full),
+        claimGroups: groupsOf(full),
+      };
     }
-    const { keys, shardOf, thinReads, fullReads } = this.outboxes;
+    const { keys, shardOf, thinReads, fullReads, claimGroups } = this.outboxes;
     const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) this.lastClaim = Date.now();
     const lists: OutboxEntry[][] = all.map(() => []);
     if (claim) {
-      // One pipeline over every shard, like the acknowledgements below.
-      const claims = crossSlotPipeline(this.deps.redis);
-      for (const key of keys)
-        claims.xautoclaim(key, HISTORY_GROUP, this.consumer, claimIdle, '0', 'COUNT', perShard);
-      const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
-      claimed.forEach(([, list], shard) => {
-        for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
-      });
+      // One pipeline per group of streams, one after the other: Redis runs a pipeline's commands back to
+      // back, so one over every shard would return as much as the unbounded read did.
+      for (const group of claimGroups) {
+        const claims = crossSlotPipeline(this.deps.redis);
+        for (const key of group)
+          claims.xautoclaim(key, HISTORY_GROUP, this.consumer, claimIdle, '0', 'COUNT', full);
+        const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
+        claimed.forEach(([, list], i) => {
+          const shard = shardOf.get(group[i]!)!;
+          for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
+        });
+      }
     }
     const read = (streams: string[], count: number) =>
       this.deps.redis.xreadgroup(

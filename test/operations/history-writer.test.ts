@@ -396,6 +396,60 @@ describe('history writer', () => {
   });
 });
 
+describe("history writer, claiming a dead writer's entries", () => {
+  it('claims them in pipelines of at most maxRead entries, and writes each once', async () => {
+    const before = new HistoryWriter(t.deps, { consumer: 'w-pre-claim' });
+    while ((await before.drainOnce()) > 0) {}
+    const n = 120;
+    await Promise.all(Array.from({ length: n }, (_, i) => send(`claim-${i}`, 1)));
+    // A writer reads every entry and dies before writing or acknowledging any.
+    for (let shard = 0; shard < t.deps.config.USER_SHARDS; shard++) {
+      const key = t.deps.keys.outbox(shard);
+      await t.deps.redis.xreadgroup('GROUP', HISTORY_GROUP, 'dead-many', 'COUNT', 1000, 'STREAMS', key, '>');
+    }
+    // The entries each claim pipeline returned (on a Cluster every claim is a call of its own).
+    type Claimed = [string, unknown[] | null];
+    const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => any>;
+    const originalPipeline = client.pipeline!;
+    const originalClaim = client.xautoclaim!;
+    const perPipeline: number[] = [];
+    client.pipeline = function (this: unknown, ...args: unknown[]) {
+      const p = originalPipeline.apply(this, args);
+      const exec = p.exec.bind(p);
+      p.exec = async () => {
+        const results = (await exec()) as Array<[Error | null, unknown]>;
+        const claims = results.filter(([, r]) => Array.isArray(r) && Array.isArray((r as Claimed)[1]));
+        if (claims.length)
+          perPipeline.push(claims.reduce((k, [, r]) => k + ((r as Claimed)[1]?.length ?? 0), 0));
+        return results;
+      };
+      return p;
+    };
+    client.xautoclaim = async function (this: unknown, ...args: unknown[]) {
+      const r = (await originalClaim.apply(this, args)) as Claimed;
+      perPipeline.push(r[1]?.length ?? 0);
+      return r;
+    };
+    try {
+      const writer = new HistoryWriter(t.deps, { consumer: 'w-claim', claimIdleMs: 0, maxRead: 8 });
+      let written = 0;
+      for (let k = await writer.drainOnce(); k > 0; k = await writer.drainOnce()) written += k;
+      expect(written).toBe(n);
+      expect(await writer.lag()).toBe(0);
+      expect(perPipeline.reduce((a, b) => a + b, 0)).toBe(n);
+      expect(Math.max(...perPipeline)).toBeLessThanOrEqual(8);
+      const rows = await t.deps.db
+        .select({ n: count() })
+        .from(events)
+        .where(sql`${events.userId} like 'claim-%'`);
+      expect(rows[0]!.n).toBe(n);
+    } finally {
+      client.pipeline = originalPipeline;
+      client.xautoclaim = originalClaim;
+    }
+  });
+});
+
 describe('history writer, a backlog in one shard', () => {
   it("drains one user's events without the pause of a thin pass, in grouped reads", async () => {
     // The production shard count: a full read then takes 10 records of a stream, fewer than a thin
