@@ -1,12 +1,17 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { isTypeFetchDrop } from './src/process-guards';
 
+const ALL = ['test/**/*.test.ts', 'test/**/*.test.tsx'];
 /**
  * Files that replace a module with vi.mock: a mock applies only to modules imported after it, so these
- * files run in a fresh process each (every other file shares its worker's loaded modules).
+ * files run in a fresh process each (every other file shares its worker's loaded modules). Found by
+ * reading the test files, so a new one is never left out.
  */
-const MOCKING = ['test/achievements/admin.test.ts', 'test/unit/api-keys.test.ts'];
-const ALL = ['test/**/*.test.ts', 'test/**/*.test.tsx'];
+const MOCKING = readdirSync('test', { recursive: true, encoding: 'utf8' })
+  .filter((f) => /\.test\.tsx?$/.test(f) && readFileSync(join('test', f), 'utf8').includes('vi.mock('))
+  .map((f) => join('test', f));
 
 export default defineConfig({
   test: {

@@ -19,7 +19,7 @@ import { type OutboxEntry, type PlanWire, parseWire, resolveLevels } from '../re
  */
 const stored = new WeakMap<
   Deps,
-  { known: Map<string, true | Promise<boolean>>; failedUntil: Map<string, number> }
+  { stores: Map<string, true | Promise<boolean>>; failedUntil: Map<string, number> }
 >();
 /** Content id of a wire JSON (the same string object is passed on every op of a plan: cached). */
 const ids = new Map<string, string>();
@@ -47,11 +47,11 @@ export function wireRef(deps: Deps, json: string): string | Promise<string> {
   const id = wireId(json);
   let state = stored.get(deps);
   if (!state) {
-    state = { known: new Map(), failedUntil: new Map() };
+    state = { stores: new Map(), failedUntil: new Map() };
     stored.set(deps, state);
   }
-  const { known: perDeps, failedUntil } = state;
-  const known = perDeps.get(id);
+  const { stores, failedUntil } = state;
+  const known = stores.get(id);
   if (known === true) return id;
   if (known) return known.then((ok) => (ok ? id : json));
   const until = failedUntil.get(id);
@@ -59,18 +59,18 @@ export function wireRef(deps: Deps, json: string): string | Promise<string> {
   const store = (async () => {
     try {
       await deps.db.insert(wireSnapshots).values({ id, body: json }).onConflictDoNothing();
-      perDeps.set(id, true);
+      stores.set(id, true);
       failedUntil.delete(id);
       return true;
     } catch (err) {
-      perDeps.delete(id);
+      stores.delete(id);
       failedUntil.set(id, Date.now() + RETRY_MS);
       deps.logger.warn({ err, id }, 'wire snapshot not stored; ops carry its JSON meanwhile');
       return false;
     }
   })();
-  if (perDeps.size >= 4096) perDeps.clear();
-  perDeps.set(id, store);
+  if (stores.size >= 4096) stores.clear();
+  stores.set(id, store);
   return store.then((ok) => (ok ? id : json));
 }
 

@@ -358,11 +358,12 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
     const all = Array.from({ length: shards }, (_, shard) => shard);
     if (this.groupsReady.size < shards) await Promise.all(all.map((shard) => this.ensureGroup(shard)));
-    // Every shard is read in one call (the reads share socket writes) and the whole pass is written in
-    // one transaction: under load each shard holds only a few records, so per-shard transactions
-    // cost far more than the rows. Entries a dead writer left pending are claimed every few seconds.
+    // A pass reads every shard (in as few calls as the bound below allows: they share socket writes)
+    // and writes what it read in one transaction: under load each shard holds only a few records, so
+    // per-shard transactions cost far more than the rows. Entries a dead writer left pending are
+    // claimed every few seconds.
     const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
-    // But no read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
+    // No read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
     // reply: 2,560 entries of a 256-shard outbox held it for up to 39 ms, which every event arriving
     // then waited out. A thin pass takes a few entries of each stream (thin passes hold about one per
     // shard), every stream in one read up to MAX_READ streams; while a backlog drains, the full perShard
