@@ -290,9 +290,8 @@ function contextJson(ctx: UserScriptContext): string {
 }
 
 /**
- * What every op of one plan, local date and instant shares: the period, the boards' runs and keys, the
- * boosts and the context JSON. The ops of a multi-op call (batch items) are prepared at one instant,
- * so they compute it once per local date (`shared`); a single op computes its own.
+ * What every op of one plan and local date shares within half a UTC day: the period, the boards' runs
+ * and keys, the boosts and the context JSON. Computed once and kept (dayShareOf), not once per op.
  */
 interface DayShare {
   periodIdx: number;
@@ -315,21 +314,48 @@ function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): 
   };
 }
 
-/** Shares per local date within one multi-op call (one plan, one instant). */
-type DayShares = Map<string, DayShare>;
+const HALF_DAY_MS = 43_200_000;
+
+/** Day shares kept per server and plan (a plan is its snapshot's: a configuration change starts over). */
+const dayShares = new WeakMap<Deps, WeakMap<PreparedOp['compiled'], Map<string, DayShare>>>();
+
+/**
+ * The op's day share, kept by op kind, local date and half UTC day: what a share depends on besides
+ * its plan, date and boosts is the instant only through a board's status and its run's finalisation
+ * (boardsFor), which change at 00:00 or 12:00 UTC (src/engine/leaderboard-status.ts,
+ * src/engine/runs.ts runFinalizationMs), so every instant of one half day gives the same share. Boosts
+ * are one object per plan and date unless a boost is personal (boostsFor): a share with other boosts
+ * is computed again.
+ */
+function dayShareOf(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): DayShare {
+  let perDeps = dayShares.get(deps);
+  if (!perDeps) {
+    perDeps = new WeakMap();
+    dayShares.set(deps, perDeps);
+  }
+  let perPlan = perDeps.get(p.compiled);
+  if (!perPlan) {
+    perPlan = new Map();
+    perDeps.set(p.compiled, perPlan);
+  }
+  const key = `${p.op.kind}|${date}|${Math.floor(p.now / HALF_DAY_MS)}`;
+  let share = perPlan.get(key);
+  if (share === undefined || share.boosts !== boosts) {
+    share = dayShare(deps, p, date, boosts);
+    if (perPlan.size >= 256) perPlan.clear();
+    perPlan.set(key, share);
+  }
+  return share;
+}
 
 /** One attempt's script call: its keys and input for the zone the op assumes now. */
-function attemptOf(deps: Deps, p: PreparedOp, shared?: DayShares) {
+function attemptOf(deps: Deps, p: PreparedOp) {
   const { op, now, allKeys, olderIdemKeys, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
   // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
   // otherwise).
   const boosts = boostsFor(p.snap, p.plan, op.user.id, date);
-  let share = shared?.get(date);
-  if (!share || share.boosts !== boosts) {
-    share = dayShare(deps, p, date, boosts);
-    shared?.set(date, share);
-  }
+  const share = dayShareOf(deps, p, date, boosts);
   const { periodIdx, context } = share;
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
   let skip: [number, number] | undefined;
@@ -670,8 +696,7 @@ function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: s
  * result is not built (a batch answers none), unless boards remain to be moved. Redis failing throws.
  */
 export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error | null>> {
-  // One instant for the call's ops, so those of one plan and local date share their boards, keys and
-  // context (dayShare).
+  // One instant for the call's ops (their events' created times are equal).
   const now = deps.clock.now();
   const prepared = ops.map((op) => prepareOp(deps, op, now));
   const byPlan = new Map<PreparedOp['compiled'], number[]>();
@@ -683,8 +708,7 @@ export async function runUserOps(deps: Deps, ops: UserOp[]): Promise<Array<Error
   const out: Array<Error | null> = new Array(ops.length).fill(null);
   await Promise.all(
     [...byPlan].map(async ([compiled, indexes]) => {
-      const shared: DayShares = new Map();
-      const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!, shared));
+      const attempts = indexes.map((i) => attemptOf(deps, prepared[i]!));
       const { keys, list, order } = multiArgs(indexes.map((i, j) => [prepared[i]!, attempts[j]!]));
       const wire = await wireRef(deps, multiWire(indexes.map((i, j) => [prepared[i]!, attempts[j]!])));
       const replies = await callScript(deps, () =>
