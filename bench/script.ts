@@ -45,6 +45,8 @@ interface Options {
   luaProfile: string | null;
   /** The measured rounds send their events to the warm-up round's users again (users with state). */
   returning: boolean;
+  /** The configuration without its two leaderboards: what the boards' moves cost, by difference. */
+  boards: boolean;
 }
 
 function parse(argv: string[]): Options {
@@ -58,6 +60,7 @@ function parse(argv: string[]): Options {
     profile: null,
     luaProfile: null,
     returning: false,
+    boards: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -70,9 +73,10 @@ function parse(argv: string[]): Options {
     else if (a === '--profile') o.profile = argv[++i] ?? null;
     else if (a === '--lua-profile') o.luaProfile = argv[++i] ?? null;
     else if (a === '--returning') o.returning = true;
+    else if (a === '--no-boards') o.boards = false;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
@@ -272,6 +276,7 @@ async function main(): Promise<void> {
       redisUrl: redis.url,
       databaseUrl: dbUrl.toString(),
       prefix: 'bs',
+      boards: opts.boards,
     });
     closers.push(() => laurel.close());
     const { deps, seeded } = laurel;

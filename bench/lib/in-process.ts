@@ -25,6 +25,8 @@ export async function seededInProcess(opts: {
   redisUrl: string;
   databaseUrl: string;
   prefix: string;
+  /** Seed the configuration without its leaderboards (bench:script --no-boards). */
+  boards?: boolean;
 }): Promise<InProcessLaurel> {
   await runMigrations(opts.databaseUrl);
   const adminKey = generateApiKey().key;
@@ -49,7 +51,7 @@ export async function seededInProcess(opts: {
   try {
     await ensureAdminKey(deps.db, adminKey);
     await deps.catalog.changed();
-    const seeded = await seedConfiguration(`http://127.0.0.1:${port}`, adminKey);
+    const seeded = await seedConfiguration(`http://127.0.0.1:${port}`, adminKey, { boards: opts.boards });
     for (const n of seeded.notes) console.error(`note: ${n}`);
     await deps.catalog.reload();
     return { deps, app, seeded, close };

@@ -61,7 +61,11 @@ export function monthStart(months: number, now = Date.now()): string {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - months, 1)).toISOString().slice(0, 10);
 }
 
-export async function seedConfiguration(origin: string, adminKey: string): Promise<SeededConfig> {
+export async function seedConfiguration(
+  origin: string,
+  adminKey: string,
+  opts: { boards?: boolean } = {},
+): Promise<SeededConfig> {
   const notes: string[] = [];
   const [metric] = await create(origin, adminKey, '/metrics', [
     { name: 'Lessons completed', key: 'lessons', unitType: 'number', units: 'lessons' },
@@ -115,7 +119,9 @@ export async function seedConfiguration(origin: string, adminKey: string): Promi
 
   const leaderboardKeys: string[] = [];
   const probe = await call(origin, adminKey, 'GET', '/leaderboards?limit=1');
-  if (probe.status === 200) {
+  if (opts.boards === false) {
+    notes.push('no leaderboards seeded (asked not to)');
+  } else if (probe.status === 200) {
     const boards = await create(origin, adminKey, '/leaderboards', [
       {
         name: 'Most lessons',
