@@ -295,8 +295,9 @@ local function applyOne(KEYS, ARGV, quiet)
   local function later(f) deferred[#deferred + 1] = f end
 
   local created = not exists
-  local pfields, profileChanged, seq = upsertProfile(prof, user, now, created)
+  local pfields, profileChanged, seq, premoved = upsertProfile(prof, user, now, created)
   for i = 1, #pfields, 2 do put('', pfields[i], pfields[i + 1]) end
+  if premoved then later(function() redis.call('HDEL', K_USER, unpack(premoved)) end) end
   if created then later(function() redis.call('ZADD', K_USERS, 'NX', fmt(now), user.id) end) end
 
   if created and S.freezesOn and st.freezeInit == nil then

@@ -3,7 +3,7 @@
  *
  * | Redis key | Source |
  * |---|---|
- * | profile | `users` row; `seq` from `user_states.seq` |
+ * | profile | `users` row (without the fields at their defaults: compactProfile); `seq` from `user_states.seq` |
  * | metrics | sum of `events.value_micros` per metric |
  * | idem | `events.idempotency_key` → event id (with a window: "<event id>|<ms>" of keys first used inside it, in their bucket's hash) |
  * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
@@ -14,7 +14,7 @@
  * | shist | the newest 100 `streak_periods` of the streak's epoch |
  * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
-import type { RecentAward } from '../redis/user-hash';
+import { compactProfile, type RecentAward } from '../redis/user-hash';
 import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
 import {
@@ -328,7 +328,8 @@ export async function loadUserStates(
     const s: UserState = {
       userId: u.id,
       keys: userKeys,
-      profile,
+      // Without the fields at their defaults, as the user script stores a new user's.
+      profile: compactProfile(profile),
       metrics,
       counters,
       achievements: {},

@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../deps';
 import { snapshottedRuns } from '../services/leaderboards';
-import { splitUserHash } from '../redis/user-hash';
+import { compactProfile, splitUserHash } from '../redis/user-hash';
 import { idempotencyKeyNames } from './rebuild';
 import { DAY_MS, idempotencyAt } from '../engine/idempotency';
 import {
@@ -155,8 +155,10 @@ async function verifyUsers(
     const parts = splitUserHash(res[k++] as Record<string, string>);
     const names = ['profile', 'metrics', 'counters', 'achievements', 'points', 'streak', 'boards'] as const;
     for (const name of names) {
-      const redis = parts[name];
-      diffHash(diffs, s.userId, name, redis, s[name]);
+      // A profile field at its default may be stored or not (a new user's is not, one the client set
+      // explicitly is, as are those of users created before): the same either way.
+      const redis = name === 'profile' ? compactProfile(parts.profile) : parts[name];
+      diffHash(diffs, s.userId, name, redis, name === 'profile' ? compactProfile(s.profile) : s[name]);
       if (name === 'counters') {
         // Independent check: live trigger and filtered-achievement counters replayed from events.
         for (const [f, v] of Object.entries(s.replayed)) {

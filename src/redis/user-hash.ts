@@ -1,11 +1,25 @@
 /**
  * One user's state is one Redis hash (`keys.user(id).hash`): the profile's fields as they are (id,
- * created, updated, tz, email, name, sub, dt, seq, a:<attribute>, p:<notification type>) and every
+ * created, updated, tz, email, name, sub, dt, seq, a:<attribute>, p:<notification type>; sub, dt and
+ * updated only once they differ from their defaults: compactProfile) and every
  * other part under a one-letter prefix. One HGETALL reads a user, one HSET writes an op's changes
  * (lua/lib/user.lua is the Lua side of this layout). Beside it, in the same slot, live only what
  * cannot be a field: the streak period history (a string), the recent awards (lists), the
  * idempotency buckets (expiring) and reply markers (expiring).
  */
+
+/**
+ * A profile without the fields that hold their defaults, as the user script stores a new user's
+ * (lua/lib/profile.lua): sub '1' (subscribed), dt '[]' (no device tokens), updated equal to created.
+ * Readers take an absent field as its default (src/wire/users.ts, the history writer's userRow).
+ */
+export function compactProfile(p: Record<string, string>): Record<string, string> {
+  const out = { ...p };
+  if (out.sub === '1') delete out.sub;
+  if (out.dt === '[]') delete out.dt;
+  if (out.updated !== undefined && out.updated === out.created) delete out.updated;
+  return out;
+}
 
 /** Prefix of each part's fields in the user hash (the profile's fields have none). */
 export const USER_PARTS = {
