@@ -39,10 +39,11 @@ local function upsertProfile(prof, user, now, created)
     if value ~= default then
       set(field, value)
     elseif prof[field] ~= nil then
+      -- A default stored by an earlier version is removed too, without changing the profile.
+      if prof[field] ~= default then changed = true end
       prof[field] = nil
       removed = removed or {}
       removed[#removed + 1] = field
-      changed = true
     end
   end
   if created then

@@ -69,6 +69,20 @@ describe('profile fields at their defaults', () => {
     expect(await user('pd-flip')).toMatchObject({ subscribeToEmails: true, deviceTokens: [] });
   });
 
+  it('a default stored by an earlier version is removed when sent again, without changing the profile', async () => {
+    await sendEvent(t, 'lessons', { id: 'pd-old' }, 1);
+    const { created } = await profile('pd-old');
+    await t.deps.redis.hset(t.deps.keys.user('pd-old').hash, 'sub', '1', 'dt', '[]');
+    t.clock.advance(60_000);
+    const res = await t.api('PUT', '/v1/users/pd-old', { subscribeToEmails: true, deviceTokens: [] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ subscribeToEmails: true, deviceTokens: [] });
+    expect(res.body.updated).toBe(res.body.created);
+    const p = await profile('pd-old');
+    expect(p.created).toBe(created);
+    expect(Object.keys(p).filter((f) => ['sub', 'dt', 'updated'].includes(f))).toEqual([]);
+  });
+
   it('the history has the defaults, and rebuild writes the same stored form', async () => {
     await drain(t);
     const rows = await t.deps
@@ -76,6 +90,7 @@ describe('profile fields at their defaults', () => {
     expect(rows.map((r) => [r.id, r.subscribe_to_emails, r.device_tokens, r.same])).toEqual([
       ['pd-explicit', true, [], true],
       ['pd-flip', true, [], false],
+      ['pd-old', true, [], true],
       ['pd-plain', true, [], true],
     ]);
     expect((await verifyState(t.deps)).differences).toEqual([]);
