@@ -267,29 +267,6 @@ function prepareOp(deps: Deps, op: UserOp, at?: number): PreparedOp {
 }
 
 /**
- * The context JSON of an attempt (ARGV[4]): what its op shares with every op of the same plan, day
- * and boards (boosts, board runs, fused moves), so the script decodes one string per context and the
- * API stringifies it once. Kept per boosts object (boostsFor's, per plan and day when no boost is
- * personal) and board runs; the string is always of the context computed for this op.
- */
-const contexts = new WeakMap<BoostInput, Map<string, string>>();
-function contextJson(ctx: UserScriptContext): string {
-  const key = `${ctx.boards.map((b) => `${b.id}|${b.run}`).join(',')}#${(ctx.fuse ?? []).map((f) => `${f.b}.${f.ki}.${f.kn}.${f.max}`).join(',')}`;
-  let byBoards = contexts.get(ctx.boosts);
-  if (!byBoards) {
-    byBoards = new Map();
-    contexts.set(ctx.boosts, byBoards);
-  }
-  let json = byBoards.get(key);
-  if (json === undefined) {
-    if (byBoards.size >= 64) byBoards.clear();
-    json = JSON.stringify(ctx);
-    byBoards.set(key, json);
-  }
-  return json;
-}
-
-/**
  * What every op of one plan and local date shares within half a UTC day: the period, the boards' runs
  * and keys, the boosts and the context JSON. Computed once and kept (dayShareOf), not once per op.
  */
@@ -310,7 +287,9 @@ function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): 
     periodIdx: periodIndex(plan.streak.freq, date),
     boosts,
     boardKeys: fused.boardKeys,
-    context: contextJson({ boosts, boards, fuse: fused.fuse }),
+    // ARGV[4]: what the op shares with every op of the same plan, day and boards, decoded once per
+    // string by the script; stringified once per share (dayShareOf).
+    context: JSON.stringify({ boosts, boards, fuse: fused.fuse } satisfies UserScriptContext),
   };
 }
 
@@ -665,7 +644,7 @@ function sendGathered(ops: GatheredOp[]): void {
  * twice). `order`: the ops' positions in the call's order (the replies' order).
  */
 function multiArgs(ops: Array<[PreparedOp, Attempt]>): { keys: string[]; list: string[]; order: number[] } {
-  // The context names the boards and runs the boards' keys are of (contextJson): one key set per context.
+  // The context names the boards and runs the boards' keys are of (dayShare): one key set per context.
   const groups = new Map<string, { tail: string[]; context: string; members: number[] }>();
   ops.forEach(([, a], j) => {
     const g = groups.get(a.context);
