@@ -101,19 +101,28 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
       }
       return k;
     };
-    const recs: Array<{ a: string[]; t: Array<[number, string]> }> = [];
+    // lua/ackWithGlobals.lua's flat ARGV: the group, the records, then the entries by stream.
+    const args = [group, ''];
+    let records = 0;
     for (const e of chunk) {
       const u = globalsOf(deps, e.record);
-      if (u) recs.push({ a: u.args, t: u.totals.map(([id, total]) => [ki(g.pointsTotals(id)), total]) });
+      if (!u) continue;
+      records++;
+      for (const a of u.args) args.push(a);
+      args.push(String(u.totals.length));
+      for (const [id, total] of u.totals) args.push(String(ki(g.pointsTotals(id))), total);
     }
+    args[1] = String(records);
     const byShard = new Map<number, string[]>();
     for (const e of chunk) {
       const ids = byShard.get(e.shard) ?? [];
       ids.push(e.entryId);
       byShard.set(e.shard, ids);
     }
-    const acks = [...byShard].map(([shard, ids]) => [ki(deps.keys.outbox(shard)), ...ids]);
-    await deps.redis.ackWithGlobals(keys.length, ...keys, JSON.stringify({ r: recs, x: acks }), group);
+    args.push(String(byShard.size));
+    for (const [shard, ids] of byShard)
+      args.push(String(ki(deps.keys.outbox(shard))), String(ids.length), ...ids);
+    await deps.redis.ackWithGlobals(keys.length, ...keys, ...args);
   }
 }
 
