@@ -31,6 +31,7 @@ import { freePort } from './lib/processes';
 import { outboxStreams, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
+import { startRedisCluster } from '../test/helpers/redis-cluster';
 
 interface Options {
   events: number;
@@ -47,6 +48,8 @@ interface Options {
   returning: boolean;
   /** The configuration without its two leaderboards: what the boards' moves cost, by difference. */
   boards: boolean;
+  /** On a throwaway 3-master Redis Cluster (single events; Redis CPU summed over the masters). */
+  cluster: boolean;
 }
 
 function parse(argv: string[]): Options {
@@ -58,6 +61,7 @@ function parse(argv: string[]): Options {
     apiCallgrind: false,
     writer: false,
     profile: null,
+    cluster: false,
     luaProfile: null,
     returning: false,
     boards: true,
@@ -74,14 +78,17 @@ function parse(argv: string[]): Options {
     else if (a === '--lua-profile') o.luaProfile = argv[++i] ?? null;
     else if (a === '--returning') o.returning = true;
     else if (a === '--no-boards') o.boards = false;
+    else if (a === '--cluster') o.cluster = true;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards, --cluster)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
   if (!['single', 'batch', 'batches'].includes(o.mode)) throw new Error('--mode is single, batch or batches');
   if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
+  if (o.cluster && (o.callgrind || o.writer || o.luaProfile || o.mode !== 'single'))
+    throw new Error('--cluster measures single events in CPU time or with --api-callgrind only');
   if (o.luaProfile && (o.callgrind || o.apiCallgrind))
     throw new Error(
       '--lua-profile counts Lua instructions by a hook: run it without --callgrind or --api-callgrind',
@@ -270,10 +277,17 @@ async function main(): Promise<void> {
   const pg = postgres(admin.toString(), { max: 1, onnotice: () => {} });
   const redis = await startRedis(opts.callgrind);
   const closers: Array<() => Promise<unknown>> = [];
+  // --cluster: Laurel on a throwaway Cluster; its masters' CPU is the Redis figure.
+  const cluster = opts.cluster ? await startRedisCluster() : null;
+  const masters = (cluster?.nodes.split(',') ?? []).map((n) => {
+    const [host, port] = n.split(':');
+    return new Redis({ host, port: Number(port) });
+  });
   try {
     await pg.unsafe(`create database "${dbName}"`);
     const laurel = await seededInProcess({
       redisUrl: redis.url,
+      clusterNodes: cluster?.nodes,
       databaseUrl: dbUrl.toString(),
       prefix: 'bs',
       boards: opts.boards,
@@ -354,9 +368,10 @@ async function main(): Promise<void> {
         if (keep && opts.profile) copyFileSync(file, opts.profile);
         return { value: n / events, unit: 'instructions' };
       }
-      const before = await redisCpuSeconds(redis.client);
+      const cpu = () => redisCpuSeconds(cluster ? masters : redis.client);
+      const before = await cpu();
       await fn();
-      return { value: (((await redisCpuSeconds(redis.client)) - before) * 1e6) / events, unit: 'µs of CPU' };
+      return { value: (((await cpu()) - before) * 1e6) / events, unit: 'µs of CPU' };
     };
 
     await round(); // warm-up: the library loads, the plan is cached, the boards exist
@@ -434,6 +449,8 @@ async function main(): Promise<void> {
   } finally {
     for (const close of closers) await close().catch(() => {});
     await redis.stop();
+    for (const m of masters) m.disconnect();
+    await cluster?.stop();
     await pg.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => {});
     await pg.end({ timeout: 2 });
   }

@@ -27,12 +27,15 @@ export async function seededInProcess(opts: {
   prefix: string;
   /** Seed the configuration without its leaderboards (bench:script --no-boards). */
   boards?: boolean;
+  /** A Redis Cluster's nodes (host:port,…) instead of redisUrl (bench:script --cluster). */
+  clusterNodes?: string;
 }): Promise<InProcessLaurel> {
   await runMigrations(opts.databaseUrl);
   const adminKey = generateApiKey().key;
   const deps = await createDeps(
     loadConfig({
       REDIS_URL: opts.redisUrl,
+      ...(opts.clusterNodes ? { REDIS_CLUSTER_NODES: opts.clusterNodes } : {}),
       DATABASE_URL: opts.databaseUrl,
       REDIS_KEY_PREFIX: opts.prefix,
       ADMIN_API_KEY: adminKey,
