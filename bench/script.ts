@@ -278,12 +278,16 @@ async function main(): Promise<void> {
   const redis = await startRedis(opts.callgrind);
   const closers: Array<() => Promise<unknown>> = [];
   // --cluster: Laurel on a throwaway Cluster; its masters' CPU is the Redis figure.
-  const cluster = opts.cluster ? await startRedisCluster() : null;
-  const masters = (cluster?.nodes.split(',') ?? []).map((n) => {
-    const [host, port] = n.split(':');
-    return new Redis({ host, port: Number(port) });
-  });
+  let cluster: Awaited<ReturnType<typeof startRedisCluster>> | null = null;
+  const masters: Redis[] = [];
   try {
+    if (opts.cluster) {
+      cluster = await startRedisCluster();
+      for (const n of cluster.nodes.split(',')) {
+        const [host, port] = n.split(':');
+        masters.push(new Redis({ host, port: Number(port) }));
+      }
+    }
     await pg.unsafe(`create database "${dbName}"`);
     const laurel = await seededInProcess({
       redisUrl: redis.url,
@@ -368,7 +372,7 @@ async function main(): Promise<void> {
         if (keep && opts.profile) copyFileSync(file, opts.profile);
         return { value: n / events, unit: 'instructions' };
       }
-      const cpu = () => redisCpuSeconds(cluster ? masters : redis.client);
+      const cpu = () => redisCpuSeconds(masters.length ? masters : redis.client);
       const before = await cpu();
       await fn();
       return { value: (((await cpu()) - before) * 1e6) / events, unit: 'µs of CPU' };
