@@ -598,6 +598,8 @@ async function main() {
           DATABASE_URL: dbUrlOf(dbName),
           REDIS_KEY_PREFIX: prefix,
           LOG_LEVEL: 'warn',
+          // The key layout of the Laurel processes (they run with this environment).
+          ...(process.env.USER_SHARDS ? { USER_SHARDS: process.env.USER_SHARDS } : {}),
         }),
         { clock, logger: createLogger('warn') },
       );
