@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Cluster, Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { startRedisCluster } from '../test/helpers/redis-cluster';
 import { generateApiKey } from '../src/api-keys';
@@ -52,6 +52,7 @@ import {
 import {
   censusKeys,
   commandStats,
+  connectCluster,
   deletePrefix,
   infoNumber,
   type Nodes,
@@ -139,25 +140,6 @@ async function startLaurel(
 
 /** Throwaway Redis Clusters, stopped at cleanup (or as soon as their scenario is over). */
 const clusterStops = new Set<() => Promise<void>>();
-
-/** A Cluster client and a plain client per master (SCAN, INFO and MEMORY are per node). */
-async function connectCluster(nodes: string): Promise<{ client: Cluster; masters: Redis[] }> {
-  const client = new Cluster(
-    nodes.split(',').map((hp) => {
-      const i = hp.lastIndexOf(':');
-      return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
-    }),
-    { redisOptions: { maxRetriesPerRequest: 1 } },
-  );
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the Redis Cluster was not ready within 10 s')), 10_000);
-    client.once('ready', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-  return { client, masters: client.nodes('master') };
-}
 
 /**
  * On a fresh database the server inserts ADMIN_API_KEY after its configuration cache has loaded and

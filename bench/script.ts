@@ -21,14 +21,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import postgres from 'postgres';
 import { acceptBatch, processBatch } from '../src/services/batch-events';
 import { functionLibrary } from '../src/redis/scripts';
 import { runUserOp, runUserOps, type UserOp } from '../src/services/user-op';
 import { startWorkers } from '../src/workers';
 import { freePort } from './lib/processes';
-import { outboxStreams, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
+import { connectCluster, outboxStreams, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
 import { startRedisCluster } from '../test/helpers/redis-cluster';
@@ -279,14 +279,12 @@ async function main(): Promise<void> {
   const closers: Array<() => Promise<unknown>> = [];
   // --cluster: Laurel on a throwaway Cluster; its masters' CPU is the Redis figure.
   let cluster: Awaited<ReturnType<typeof startRedisCluster>> | null = null;
-  const masters: Redis[] = [];
+  let masters: Redis[] = [];
+  let clusterClient: Cluster | null = null;
   try {
     if (opts.cluster) {
       cluster = await startRedisCluster();
-      for (const n of cluster.nodes.split(',')) {
-        const [host, port] = n.split(':');
-        masters.push(new Redis({ host, port: Number(port) }));
-      }
+      ({ client: clusterClient, masters } = await connectCluster(cluster.nodes));
     }
     await pg.unsafe(`create database "${dbName}"`);
     const laurel = await seededInProcess({
@@ -453,7 +451,7 @@ async function main(): Promise<void> {
   } finally {
     for (const close of closers) await close().catch(() => {});
     await redis.stop();
-    for (const m of masters) m.disconnect();
+    clusterClient?.disconnect();
     await cluster?.stop();
     await pg.unsafe(`drop database if exists "${dbName}" with (force)`).catch(() => {});
     await pg.end({ timeout: 2 });

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { Keys } from '../../src/redis/keys';
 
 /** One field of an INFO section as a number. */
@@ -301,4 +301,23 @@ export function commandCosts(
     });
   }
   return rows.sort((x, y) => y.usecPerRequest - x.usecPerRequest).slice(0, top);
+}
+
+/** A Cluster client and a plain client per master (SCAN, INFO and MEMORY are per node). */
+export async function connectCluster(nodes: string): Promise<{ client: Cluster; masters: Redis[] }> {
+  const client = new Cluster(
+    nodes.split(',').map((hp) => {
+      const i = hp.lastIndexOf(':');
+      return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+    }),
+    { redisOptions: { maxRetriesPerRequest: 1 } },
+  );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the Redis Cluster was not ready within 10 s')), 10_000);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  return { client, masters: client.nodes('master') };
 }
