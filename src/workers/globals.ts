@@ -113,12 +113,7 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
       for (const [id, total] of u.totals) args.push(String(ki(g.pointsTotals(id))), total);
     }
     args[1] = String(records);
-    const byShard = new Map<number, string[]>();
-    for (const e of chunk) {
-      const ids = byShard.get(e.shard) ?? [];
-      ids.push(e.entryId);
-      byShard.set(e.shard, ids);
-    }
+    const byShard = idsByShard(chunk);
     args.push(String(byShard.size));
     for (const [shard, ids] of byShard)
       args.push(String(ki(deps.keys.outbox(shard))), String(ids.length), ...ids);
@@ -128,17 +123,22 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
 
 /** Acknowledges and deletes entries, one pipeline over their shards. */
 async function ack(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
-  const byShard = new Map<number, string[]>();
-  for (const e of entries) {
-    const ids = byShard.get(e.shard) ?? [];
-    ids.push(e.entryId);
-    byShard.set(e.shard, ids);
-  }
   const done = crossSlotPipeline(deps.redis);
-  for (const [shard, ids] of byShard) {
+  for (const [shard, ids] of idsByShard(entries)) {
     const key = deps.keys.outbox(shard);
     done.xack(key, group, ...ids);
     done.xdel(key, ...ids);
   }
   await execValues(done);
+}
+
+/** The entries' ids by outbox shard, in their order. */
+function idsByShard(entries: OutboxEntry[]): Map<number, string[]> {
+  const byShard = new Map<number, string[]>();
+  for (const e of entries) {
+    const ids = byShard.get(e.shard);
+    if (ids) ids.push(e.entryId);
+    else byShard.set(e.shard, [e.entryId]);
+  }
+  return byShard;
 }
