@@ -13,12 +13,14 @@ record, more than the indexes' own commands):
     its A of lib/globals.lua (A[1 .. 8+n], A[8] = n), then m = its number of totals, then m pairs
     (KEYS index of a system's totals zset, the user's total or '' for 0 when absent);
   then S = the number of outbox streams, and per stream: its KEYS index, c = the number of entries,
-  then the c entry ids to acknowledge and delete.
+  then the c entry ids to acknowledge (then every entry the group is done with is trimmed:
+  lib/streams.lua).
 
 Reply: the number of records whose indexes were updated.
 ]]
 
 --!include lib/globals.lua
+--!include lib/streams.lua
 
 local group = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -39,8 +41,7 @@ local streams = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, streams do
   local key, c = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
-  redis.call('XACK', key, group, unpack(ARGV, i + 2, i + 1 + c))
-  redis.call('XDEL', key, unpack(ARGV, i + 2, i + 1 + c))
+  ackStreamEntries(key, group, { unpack(ARGV, i + 2, i + 1 + c) })
   i = i + 2 + c
 end
 return n

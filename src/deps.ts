@@ -5,7 +5,7 @@ import type { AppConfig } from './config';
 import { createDb, type Db, type Sql } from './db/client';
 import { createLogger, type Logger } from './logger';
 import { instrumentRedis } from './metrics/redis';
-import { createRedis, type RedisClient, waitReady } from './redis/client';
+import { createRedis, isCluster, type RedisClient, waitReady } from './redis/client';
 import { Keys } from './redis/keys';
 import { registerScripts } from './redis/scripts';
 
@@ -53,7 +53,7 @@ export async function createDeps(config: AppConfig, overrides: DepsOverrides = {
   instrumentRedis(redis);
   await waitReady(redis);
   const { db, sql } = createDb(config.DATABASE_URL);
-  const keys = new Keys(config.REDIS_KEY_PREFIX, config.USER_SHARDS);
+  const keys = new Keys(config.REDIS_KEY_PREFIX, config.USER_SHARDS, { cluster: isCluster(redis) });
   const catalog = new Catalog(db, redis, keys.configChannel, logger);
   await catalog.start();
   return { config, logger, clock: overrides.clock ?? systemClock, redis, db, sql, keys, catalog };

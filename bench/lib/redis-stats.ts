@@ -233,7 +233,7 @@ export async function userMemory(nodes: Nodes, prefix: string, ids: string[]): P
   // One pass over the index, counting the sampled users' fields ("<userId>|<length>").
   let longestAt = 0;
   // The global keys do not depend on the shard count.
-  const indexKey = new Keys(prefix, 1).global.streakLongestAt;
+  const indexKey = new Keys(prefix, 1, { cluster: false }).global.streakLongestAt;
   const sampled = new Set(ids);
   for (const node of each(nodes)) {
     let cursor = '0';

@@ -1,4 +1,4 @@
--- The shard's outbox stream: one entry per committed op, read by the history writer
+-- The outbox stream (src/redis/keys.ts outboxes): one entry per committed op, read by the history writer
 -- (src/redis/user-script.ts parseRecord): r = the op's record (also the op's reply), x = what only the
 -- history writer and rebuild need, w = the id of the wire objects at commit (wire_snapshots; when the
 -- op has points or level news).

@@ -31,15 +31,17 @@ export interface RecentEvent {
   achievements?: number;
 }
 
-/** The newest `perShard` outbox records of every shard (records the history writer has not stored yet). */
-async function outboxEvents(deps: Deps, perShard: number): Promise<RecentEvent[]> {
-  const shards = Array.from({ length: deps.keys.shards }, (_, i) => i);
+/**
+ * The newest records of the outbox streams (records the history writer has not stored yet): about
+ * `total` in all, as many of each stream (at least 10).
+ */
+async function outboxEvents(deps: Deps, total: number): Promise<RecentEvent[]> {
+  const streams = deps.keys.outboxes;
+  const perStream = Math.max(10, Math.ceil(total / streams.length));
   const out: RecentEvent[] = [];
-  for (let i = 0; i < shards.length; i += 64) {
+  for (let i = 0; i < streams.length; i += 64) {
     const replies = await Promise.all(
-      shards
-        .slice(i, i + 64)
-        .map((s) => deps.redis.xrevrange(deps.keys.outbox(s), '+', '-', 'COUNT', perShard)),
+      streams.slice(i, i + 64).map((s) => deps.redis.xrevrange(s, '+', '-', 'COUNT', perStream)),
     );
     for (const entries of replies) {
       for (const [, fields] of entries) {
@@ -70,12 +72,12 @@ async function outboxEvents(deps: Deps, perShard: number): Promise<RecentEvent[]
 
 /**
  * Recent metric events: the stored history (events table) merged with the outbox records not yet
- * stored, newest first. Bounded: `limit` from each source, `perShard` per outbox stream.
+ * stored, newest first. Bounded: `limit` from each source, about `outboxRecords` outbox records.
  */
-export async function recentEvents(deps: Deps, limit = 15, perShard = 10): Promise<RecentEvent[]> {
+export async function recentEvents(deps: Deps, limit = 15, outboxRecords = 2560): Promise<RecentEvent[]> {
   const [stored, pending] = await Promise.all([
     deps.db.select().from(events).orderBy(desc(events.created)).limit(limit),
-    outboxEvents(deps, perShard),
+    outboxEvents(deps, outboxRecords),
   ]);
   const byId = new Map<string, RecentEvent>();
   for (const e of stored) {
@@ -119,11 +121,10 @@ async function eventPoints(deps: Deps, list: RecentEvent[]): Promise<Map<string,
 export async function historyBacklog(deps: Deps): Promise<{ records: number; oldestAgeMs: number }> {
   let records = 0;
   let oldest = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < deps.keys.shards; i += 64) {
-    const shards = Array.from({ length: Math.min(64, deps.keys.shards - i) }, (_, j) => i + j);
+  const streams = deps.keys.outboxes;
+  for (let i = 0; i < streams.length; i += 64) {
     const replies = await Promise.all(
-      shards.map(async (s) => {
-        const key = deps.keys.outbox(s);
+      streams.slice(i, i + 64).map(async (key) => {
         const [len, first] = await Promise.all([
           deps.redis.xlen(key),
           deps.redis.xrange(key, '-', '+', 'COUNT', 1),
@@ -153,7 +154,7 @@ export async function eventsPerMinute(
       .from(events)
       .where(and(gte(events.created, new Date(since))))
       .limit(20_000),
-    outboxEvents(deps, 200),
+    outboxEvents(deps, 5000),
   ]);
   const seen = new Map<string, number>();
   for (const e of stored) seen.set(e.id, e.created.getTime());

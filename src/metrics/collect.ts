@@ -63,12 +63,15 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, expired]).finally(() => clearTimeout(timer));
 }
 
-/** Backlog and oldest record age of every shard's outbox, ages on Redis's clock (entry ids use it). */
+/**
+ * Backlog and oldest record age of every outbox stream (Keys.outboxes: one per user shard on a
+ * Cluster, one on a single Redis), ages on Redis's clock (entry ids use it).
+ */
 export async function readOutbox(deps: Deps): Promise<OutboxState> {
-  const shards = deps.config.USER_SHARDS;
+  const streams = deps.keys.outboxes;
   const lengths = crossSlotPipeline(deps.redis);
   lengths.time();
-  for (let shard = 0; shard < shards; shard++) lengths.xlen(deps.keys.outbox(shard));
+  for (const stream of streams) lengths.xlen(stream);
   const [time, ...lens] = (await execValues(lengths)) as [[string, string], ...number[]];
   const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const backlog = lens.map(Number);
@@ -76,7 +79,7 @@ export async function readOutbox(deps: Deps): Promise<OutboxState> {
   const busy = backlog.flatMap((n, shard) => (n > 0 ? [shard] : []));
   if (busy.length) {
     const heads = crossSlotPipeline(deps.redis);
-    for (const shard of busy) heads.xrange(deps.keys.outbox(shard), '-', '+', 'COUNT', 1);
+    for (const i of busy) heads.xrange(streams[i]!, '-', '+', 'COUNT', 1);
     const replies = (await execValues(heads)) as Array<Array<[string, string[]]>>;
     replies.forEach((list, i) => {
       const id = list[0]?.[0];

@@ -188,11 +188,11 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
   return rows.length;
 }
 
-/** Consumer groups of every shard outbox (a writer that cached them survives a wiped Redis). */
+/** Consumer groups of every outbox stream (a writer that cached them survives a wiped Redis). */
 async function ensureOutboxGroups(deps: Deps): Promise<void> {
-  for (let shard = 0; shard < deps.config.USER_SHARDS; shard++) {
+  for (const stream of deps.keys.outboxes) {
     try {
-      await deps.redis.xgroup('CREATE', deps.keys.outbox(shard), HISTORY_GROUP, '0', 'MKSTREAM');
+      await deps.redis.xgroup('CREATE', stream, HISTORY_GROUP, '0', 'MKSTREAM');
     } catch (err) {
       if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
     }

@@ -1,6 +1,7 @@
 /**
  * Every Redis key Laurel uses is built here. User state is hash-tagged by user shard so that one
- * user's keys and the shard's outbox share a Cluster slot; a leaderboard's keys share the board's slot.
+ * user's keys (and, on a Cluster, the shard's outbox) share a Cluster slot; a leaderboard's keys share
+ * the board's slot.
  */
 
 /** FNV-1a 32-bit over UTF-16 code units: stable across processes and versions. */
@@ -28,7 +29,7 @@ export class UserKeys {
   constructor(
     readonly shard: number,
     base: string,
-    /** The shard's outbox stream. */
+    /** The outbox stream the user's records go to (Keys.outbox). */
     readonly outbox: string,
     /** Every user of the shard (score = creation ms), written by the user script when it creates one. */
     readonly users: string,
@@ -74,11 +75,30 @@ export class UserKeys {
   }
 }
 
+/** What the key layout depends on besides the prefix and the shard count. */
+export interface KeyLayout {
+  /** A Redis Cluster: a user's outbox stream must share the user's slot. */
+  cluster: boolean;
+}
+
 export class Keys {
+  /**
+   * Every outbox stream, the history writer's input: on a Cluster one per user shard, in the shard's
+   * slot (a user's script writes its records beside its state); on a single Redis one for every user,
+   * so that a pass of the writer reads, acknowledges and deletes in one stream what it would otherwise
+   * gather from hundreds (each holding one or two records at a steady rate).
+   */
+  readonly outboxes: readonly string[];
+
   constructor(
     readonly prefix: string,
     readonly shards: number,
-  ) {}
+    readonly layout: KeyLayout,
+  ) {
+    this.outboxes = layout.cluster
+      ? Array.from({ length: shards }, (_, shard) => this.shardOutbox(shard))
+      : [`${prefix}:outbox`];
+  }
 
   shardTag(shard: number): string {
     return `${this.prefix}:{u${shard}}`;
@@ -95,8 +115,24 @@ export class Keys {
     );
   }
 
+  /** The outbox stream of a user shard's records (Keys.outboxes). */
   outbox(shard: number): string {
+    return this.layout.cluster ? this.shardOutbox(shard) : this.outboxes[0]!;
+  }
+
+  /** A shard's own stream: a Cluster's outbox, and a single Redis's before one stream served every user. */
+  private shardOutbox(shard: number): string {
     return `${this.shardTag(shard)}:outbox`;
+  }
+
+  /**
+   * On a single Redis, the per-shard outbox streams of the earlier layout (none on a Cluster): the
+   * history writer drains any that still exist, or that a process of an older version writes to during
+   * an upgrade, and removes each once it is empty.
+   */
+  legacyOutboxes(): string[] {
+    if (this.layout.cluster) return [];
+    return Array.from({ length: this.shards }, (_, shard) => this.shardOutbox(shard));
   }
 
   /** Sorted set of the users of one shard (score = creation ms): batch iteration over all users. */

@@ -18,6 +18,7 @@ export const SCRIPT_NAMES = [
   'batchProgress',
   'claimBatch',
   'claimDue',
+  'dropDrainedStream',
   'migrateIdem',
   'migrateUser',
   'rateLimit',
@@ -41,6 +42,7 @@ declare module 'ioredis' {
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<ClaimedBatch | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
+    dropDrainedStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     /** One move: its reply JSON; several (8 ARGV each): one reply per move (src/redis/board-moves.ts). */

@@ -377,7 +377,8 @@ export type OutboxRecord = Omit<UserScriptRecord, 'awards' | 'levels'> & {
 export interface OutboxEntry {
   /** Stream entry id. */
   entryId: string;
-  shard: number;
+  /** The outbox stream it was read from (Keys.outboxes, or a legacy shard stream). */
+  stream: string;
   record: OutboxRecord;
 }
 

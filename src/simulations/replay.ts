@@ -103,7 +103,7 @@ export function replayDeps(deps: Deps, prefix: string, snapshot: Snapshot): Deps
   const catalog = { snapshot } as Pick<Catalog, 'snapshot'>;
   return {
     ...deps,
-    keys: new Keys(prefix, deps.config.USER_SHARDS),
+    keys: new Keys(prefix, deps.config.USER_SHARDS, deps.keys.layout),
     catalog: catalog as Catalog,
     afterCommit: undefined,
     // The report ranks users by their final board values; per-op ranking writes would only cost time.

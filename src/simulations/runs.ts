@@ -315,7 +315,7 @@ async function execute(
         });
         const summaries = await readSummaries(
           deps,
-          new Keys(prefix, deps.config.USER_SHARDS),
+          new Keys(prefix, deps.config.USER_SHARDS, deps.keys.layout),
           snap,
           ids,
           plan.window.to,

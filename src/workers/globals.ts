@@ -113,32 +113,30 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
       for (const [id, total] of u.totals) args.push(String(ki(g.pointsTotals(id))), total);
     }
     args[1] = String(records);
-    const byShard = idsByShard(chunk);
-    args.push(String(byShard.size));
-    for (const [shard, ids] of byShard)
-      args.push(String(ki(deps.keys.outbox(shard))), String(ids.length), ...ids);
+    const byStream = idsByStream(chunk);
+    args.push(String(byStream.size));
+    for (const [stream, ids] of byStream) args.push(String(ki(stream)), String(ids.length), ...ids);
     await deps.redis.ackWithGlobals(keys.length, ...keys, ...args);
   }
 }
 
-/** Acknowledges and deletes entries, one pipeline over their shards. */
+/** Acknowledges and deletes entries, one pipeline over their streams. */
 async function ack(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
   const done = crossSlotPipeline(deps.redis);
-  for (const [shard, ids] of idsByShard(entries)) {
-    const key = deps.keys.outbox(shard);
-    done.xack(key, group, ...ids);
-    done.xdel(key, ...ids);
+  for (const [stream, ids] of idsByStream(entries)) {
+    done.xack(stream, group, ...ids);
+    done.xdel(stream, ...ids);
   }
   await execValues(done);
 }
 
-/** The entries' ids by outbox shard, in their order. */
-function idsByShard(entries: OutboxEntry[]): Map<number, string[]> {
-  const byShard = new Map<number, string[]>();
+/** The entries' ids by outbox stream, in their order. */
+function idsByStream(entries: OutboxEntry[]): Map<string, string[]> {
+  const byStream = new Map<string, string[]>();
   for (const e of entries) {
-    const ids = byShard.get(e.shard);
+    const ids = byStream.get(e.stream);
     if (ids) ids.push(e.entryId);
-    else byShard.set(e.shard, [e.entryId]);
+    else byStream.set(e.stream, [e.entryId]);
   }
-  return byShard;
+  return byStream;
 }

@@ -25,6 +25,12 @@ export const HISTORY_GROUP = 'history';
  */
 export const MAX_READ = 512;
 
+/**
+ * While records arrive, a pass of the history writer starts at most this often (poll): the delay a
+ * record waits for Postgres and the cross-user indexes, against passes that carry a few records each.
+ */
+export const PASS_INTERVAL_MS = 100;
+
 export type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 export { parseRecord } from '../redis/user-script';
 
@@ -315,29 +321,26 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
 }) {
   private readonly consumer =
     this.opts.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  private readonly groupsReady = new Set<number>();
+  private readonly groupsReady = new Set<string>();
   private lastClaim = 0;
   /** Entries written since start (for tests and metrics). */
   written = 0;
 
-  private async ensureGroup(shard: number): Promise<void> {
-    if (this.groupsReady.has(shard)) return;
+  private async ensureGroup(stream: string): Promise<void> {
+    if (this.groupsReady.has(stream)) return;
     try {
-      await this.deps.redis.xgroup('CREATE', this.deps.keys.outbox(shard), HISTORY_GROUP, '0', 'MKSTREAM');
+      await this.deps.redis.xgroup('CREATE', stream, HISTORY_GROUP, '0', 'MKSTREAM');
     } catch (err) {
       if (!String((err as Error).message).includes('BUSYGROUP')) throw err;
     }
-    this.groupsReady.add(shard);
+    this.groupsReady.add(stream);
   }
 
   /**
-   * The shards' outbox keys, the shard of each, XREADGROUP's STREAMS arguments of the reads of a thin
-   * pass and of a draining one, and the streams of each claim pipeline (the same on every pass: built
-   * once).
+   * The outbox streams' XREADGROUP STREAMS arguments of the reads of a thin pass and of a draining one,
+   * and the streams of each claim pipeline (the same on every pass: built once).
    */
   private outboxes: {
-    keys: string[];
-    shardOf: Map<string, number>;
     thinReads: string[][];
     fullReads: string[][];
     claimGroups: string[][];
@@ -350,67 +353,74 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   private draining = true;
   /** Whether the last pass left records it knows of: a stream gave the full count of a grouped read. */
   private behind = false;
+  /** Legacy shard streams (single Redis: Keys.legacyOutboxes) found at the last claim sweep. */
+  private legacy: string[] = [];
 
-  /** One pass over every shard; returns how many entries were written. */
+  /** One pass over every outbox stream; returns how many entries were written. */
   async drainOnce(): Promise<number> {
-    const shards = this.deps.config.USER_SHARDS;
+    const streams = this.deps.keys.outboxes;
     const batchSize = this.opts.batchSize ?? 500;
     const claimIdle = this.opts.claimIdleMs ?? this.deps.config.HISTORY_CLAIM_IDLE_MS;
-    const all = Array.from({ length: shards }, (_, shard) => shard);
-    if (this.groupsReady.size < shards) await Promise.all(all.map((shard) => this.ensureGroup(shard)));
-    // A pass reads every shard (in as few calls as the bound below allows: they share socket writes)
-    // and writes what it read in one transaction: under load each shard holds only a few records, so
-    // per-shard transactions cost far more than the rows. Entries a dead writer left pending are
-    // claimed every few seconds.
-    const perShard = Math.max(10, Math.ceil((batchSize * 4) / shards));
+    if (this.groupsReady.size < streams.length) await Promise.all(streams.map((s) => this.ensureGroup(s)));
+    // A pass reads every stream (in as few calls as the bound below allows: they share socket writes)
+    // and writes what it read in one transaction: under load a Cluster's shard streams hold only a few
+    // records each, so per-stream transactions cost far more than the rows. Entries a dead writer left
+    // pending are claimed every few seconds.
+    const perStream = Math.max(10, Math.ceil((batchSize * 4) / streams.length));
     // No read returns more than MAX_READ entries, as Redis runs nothing else while it builds the
     // reply: 2,560 entries of a 256-shard outbox held it for up to 39 ms, which every event arriving
-    // then waited out. A thin pass takes a few entries of each stream (thin passes hold about one per
-    // shard), every stream in one read up to MAX_READ streams; while a backlog drains, the full perShard
-    // of each, a group of streams per read, one read after the other (other clients' commands run in
-    // between).
+    // then waited out. A thin pass takes a few entries of each stream (every stream in one read up to
+    // MAX_READ streams); while a backlog drains, the full perStream of each, a group of streams per
+    // read, one read after the other (other clients' commands run in between).
     const maxRead = this.opts.maxRead ?? MAX_READ;
-    const thin = Math.max(1, Math.floor(maxRead / shards));
-    const full = Math.min(perShard, maxRead);
+    const thin = Math.max(1, Math.floor(maxRead / streams.length));
+    const full = Math.min(perStream, maxRead);
     if (!this.outboxes) {
-      const keys = all.map((shard) => this.deps.keys.outbox(shard));
-      const shardOf = new Map(keys.map((key, shard) => [key, shard]));
       // Groups of streams whose reads (or claims) take `count` entries of each, at most maxRead in all,
       // and the STREAMS arguments of their reads. Claims take as many of each stream as a draining read.
       const groupsOf = (count: number) => {
         const size = Math.max(1, Math.floor(maxRead / count));
         const groups: string[][] = [];
-        for (let i = 0; i < keys.length; i += size) groups.push(keys.slice(i, i + size));
+        for (let i = 0; i < streams.length; i += size) groups.push(streams.slice(i, i + size));
         return groups;
       };
       const readsOf = (count: number) => groupsOf(count).map((part) => [...part, ...part.map(() => '>')]);
-      this.outboxes = {
-        keys,
-        shardOf,
-        thinReads: readsOf(thin),
-        fullReads: readsOf(full),
-        claimGroups: groupsOf(full),
-      };
+      this.outboxes = { thinReads: readsOf(thin), fullReads: readsOf(full), claimGroups: groupsOf(full) };
     }
-    const { keys, shardOf, thinReads, fullReads, claimGroups } = this.outboxes;
+    const { thinReads, fullReads, claimGroups } = this.outboxes;
     const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
-    if (claim) this.lastClaim = Date.now();
-    const lists: OutboxEntry[][] = all.map(() => []);
+    if (claim) {
+      this.lastClaim = Date.now();
+      await this.findLegacy();
+    }
+    // The pass's entries by stream, in the order read (claims first: they are the older).
+    const byStream = new Map<string, OutboxEntry[]>();
+    const take = (stream: string, list: Array<[string, string[]] | null>) => {
+      let into = byStream.get(stream);
+      if (!into) {
+        into = [];
+        byStream.set(stream, into);
+      }
+      for (const e of list) {
+        if (!e) continue;
+        const record = parseRecord(e[1]);
+        if (record) into.push({ entryId: e[0], stream, record });
+      }
+    };
     if (claim) {
       // One pipeline per group of streams, one after the other: Redis runs a pipeline's commands back to
-      // back, so one over every shard would return as much as the unbounded read did.
+      // back, so one over every shard of a Cluster would return as much as the unbounded read did.
       for (const group of claimGroups) {
         const claims = crossSlotPipeline(this.deps.redis);
         for (const key of group)
           claims.xautoclaim(key, HISTORY_GROUP, this.consumer, claimIdle, '0', 'COUNT', full);
         const claimed = (await execValues(claims)) as Array<[string, Array<[string, string[]] | null>]>;
         claimed.forEach(([, list], i) => {
-          const shard = shardOf.get(group[i]!)!;
-          for (const e of list ?? []) if (e) lists[shard]!.push(...this.toEntries(shard, [e]));
+          take(group[i]!, list ?? []);
         });
       }
     }
-    const read = (streams: string[], count: number) =>
+    const read = (args: string[], count: number) =>
       this.deps.redis.xreadgroup(
         'GROUP',
         HISTORY_GROUP,
@@ -418,28 +428,27 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         'COUNT',
         count,
         'STREAMS',
-        ...streams,
+        ...args,
       ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
     // COUNT applies per stream. On a single Redis the reads above; on Cluster the streams live in
     // different slots, so one read each.
     const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
     const cluster = isCluster(this.deps.redis);
     const count = cluster || this.draining ? full : thin;
-    if (cluster) replies.push(...(await Promise.all(keys.map((key) => read([key, '>'], count)))));
-    else
-      for (const streams of this.draining ? fullReads : thinReads) replies.push(await read(streams, count));
+    if (cluster) replies.push(...(await Promise.all(streams.map((key) => read([key, '>'], count)))));
+    else for (const args of this.draining ? fullReads : thinReads) replies.push(await read(args, count));
     // A stream that gave all it was asked for may hold more: the next pass reads in groups.
     let more = false;
     for (const reply of replies) {
       for (const [key, list] of reply ?? []) {
-        const shard = shardOf.get(key)!;
         if (list.length >= count) more = true;
-        lists[shard]!.push(...this.toEntries(shard, list));
+        take(key, list);
       }
     }
     this.draining = more;
     this.behind = more && count === full;
-    const collected = lists.flat();
+    if (this.legacy.length) await this.readLegacy(take, claim ? claimIdle : null, full);
+    const collected = [...byStream.values()].flat();
     if (!collected.length) return 0;
     const writeStart = performance.now();
     await writeBatch(this.deps, collected, this.opts.hooks);
@@ -450,30 +459,94 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     return collected.length;
   }
 
-  private toEntries(shard: number, list: Array<[string, string[]]>): OutboxEntry[] {
-    const out: OutboxEntry[] = [];
-    for (const [entryId, fields] of list) {
-      const record = parseRecord(fields);
-      if (record) out.push({ entryId, shard, record });
+  /**
+   * On a single Redis, the shard streams of the earlier layout that exist (Keys.legacyOutboxes): a
+   * deployment upgraded with records still in them, or a process of an older version still writing
+   * to them. Each joins the group at its start; one that is empty with nothing pending is removed
+   * (lua/dropDrainedStream.lua: atomically, so an entry added meanwhile keeps it).
+   */
+  private async findLegacy(): Promise<void> {
+    const candidates = this.deps.keys.legacyOutboxes();
+    if (!candidates.length) return;
+    const probe = this.deps.redis.pipeline();
+    for (const key of candidates) probe.exists(key);
+    const found = ((await execValues(probe)) as number[]).flatMap((n, i) => (n ? [candidates[i]!] : []));
+    const left: string[] = [];
+    for (const key of found) {
+      if (await this.deps.redis.dropDrainedStream(1, key, HISTORY_GROUP)) continue;
+      try {
+        await this.deps.redis.xgroup('CREATE', key, HISTORY_GROUP, '0');
+      } catch (err) {
+        // BUSYGROUP: it has the group; anything else: it went meanwhile.
+        if (!String((err as Error).message).includes('BUSYGROUP')) continue;
+      }
+      left.push(key);
     }
-    return out;
+    this.legacy = left;
+  }
+
+  /**
+   * Reads the legacy streams (findLegacy), each on its own: one removed meanwhile (by another
+   * writer) is left out until the next sweep finds it again, without failing the pass.
+   */
+  private async readLegacy(
+    take: (stream: string, list: Array<[string, string[]] | null>) => void,
+    claimIdle: number | null,
+    count: number,
+  ): Promise<void> {
+    const redis = this.deps.redis;
+    for (const key of this.legacy) {
+      try {
+        if (claimIdle !== null) {
+          const [, claimed] = (await redis.xautoclaim(
+            key,
+            HISTORY_GROUP,
+            this.consumer,
+            claimIdle,
+            '0',
+            'COUNT',
+            count,
+          )) as [string, Array<[string, string[]] | null>];
+          take(key, claimed);
+        }
+        const reply = (await redis.xreadgroup(
+          'GROUP',
+          HISTORY_GROUP,
+          this.consumer,
+          'COUNT',
+          count,
+          'STREAMS',
+          key,
+          '>',
+        )) as Array<[string, Array<[string, string[]]>]> | null;
+        for (const [, list] of reply ?? []) {
+          if (list.length >= count) this.behind = true;
+          take(key, list);
+        }
+      } catch {
+        this.legacy = this.legacy.filter((k) => k !== key);
+      }
+    }
   }
 
   protected async poll(): Promise<number> {
+    const start = performance.now();
     const n = await this.drainOnce();
-    // Every pass reads every shard: after a thin one, let records accumulate a moment, unless a stream
-    // is known to hold more (a backlog in a few shards, such as one user's events, makes thin passes).
+    // A pass costs much whatever it carries (a read of every shard, a transaction, the
+    // acknowledgement): passes start at most every PASS_INTERVAL_MS (at most idleSleepMs) while records
+    // arrive, so each carries what that interval brought, and back to back only while a grouped read
+    // left records it knows of (a backlog drains at full speed).
     const idle = this.opts.idleSleepMs ?? 200;
     if (n === 0) return idle;
-    return n < (this.opts.batchSize ?? 500) / 4 && !this.behind ? Math.min(idle, 100) : 0;
+    if (this.behind) return 0;
+    return Math.max(0, Math.min(idle, PASS_INTERVAL_MS) - (performance.now() - start));
   }
 
-  /** Entries not yet written, over every shard (the lag). */
+  /** Entries not yet written, over every outbox stream (the lag). */
   async lag(): Promise<number> {
     let n = 0;
-    for (let shard = 0; shard < this.deps.config.USER_SHARDS; shard++) {
-      n += await this.deps.redis.xlen(this.deps.keys.outbox(shard));
-    }
+    for (const stream of [...this.deps.keys.outboxes, ...this.legacy])
+      n += await this.deps.redis.xlen(stream);
     return n;
   }
 }

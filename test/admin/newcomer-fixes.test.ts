@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { apiKeys, webhookDeliveries } from '../../src/db/schema';
 import { HistoryWriter } from '../../src/workers/history-writer';
+import { addStaleOutboxRecord } from '../helpers/outbox';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { csrfOf, dashboardBrowser } from '../helpers/dashboard';
 
@@ -192,8 +193,7 @@ describe('dashboard', () => {
     const get = await dashboard();
     expect((await get('/dashboard')).text).not.toContain('data-warning="history"');
     // An outbox record written long ago that no writer has stored.
-    const key = t.deps.keys.outbox(0);
-    await t.deps.redis.xadd(key, '1000-0', 'r', JSON.stringify({ op: 'noop' }));
+    const { stream: key } = await addStaleOutboxRecord(t.deps, 1000, ['r', JSON.stringify({ op: 'noop' })]);
     try {
       const { text } = await get('/dashboard');
       expect(text).toContain('data-warning="history"');

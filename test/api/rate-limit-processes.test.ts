@@ -143,7 +143,7 @@ describe('rate limits across two API processes sharing one Redis', () => {
         )
       : new Redis(redisUrl);
     try {
-      const keys = new Keys(prefix, 16);
+      const keys = new Keys(prefix, 16, { cluster: Boolean(clusterNodes) });
       for (const r of limited) expect(await redis.exists(keys.user(r.user).hash)).toBe(0);
       for (const r of ok) expect(await redis.exists(keys.user(r.user).hash)).toBe(1);
     } finally {

@@ -74,7 +74,7 @@ describe('event batches across a SIGKILL', () => {
       user: { id: users[i % 10] },
       value: Math.floor(i / 10) + 1,
     }));
-    const keys = new Keys(prefix, 16);
+    const keys = new Keys(prefix, 16, { cluster: Boolean(clusterNodes) });
     // The test's own client, on the same Redis (or Cluster) as the server.
     const redis = createRedis({ url: redisUrl, clusterNodes }, () => {});
     await waitReady(redis);

@@ -103,12 +103,11 @@ describe('writer crash mid-batch', () => {
 
   it('another writer claims the pending records: nothing lost, nothing written twice', async () => {
     await mixedLoad(t, { users: 5, days: 3, prefix: 'cr' });
-    // Writer A reads every shard's batch, commits half of the records to Postgres and dies before
-    // acknowledging anything.
+    // Writer A reads every outbox stream's batch, commits half of the records to Postgres and dies
+    // before acknowledging anything.
     const read: Array<{ key: string; ids: string[] }> = [];
     const taken = [] as Parameters<typeof writeBatch>[1];
-    for (let shard = 0; shard < t.deps.config.USER_SHARDS; shard++) {
-      const key = t.deps.keys.outbox(shard);
+    for (const key of t.deps.keys.outboxes) {
       await t.deps.redis.xgroup('CREATE', key, HISTORY_GROUP, '0', 'MKSTREAM').catch(() => {});
       const res = (await t.deps.redis.xreadgroup(
         'GROUP',
@@ -122,7 +121,8 @@ describe('writer crash mid-batch', () => {
       )) as Array<[string, Array<[string, string[]]>]> | null;
       const list = res?.[0]?.[1] ?? [];
       read.push({ key, ids: list.map(([id]) => id) });
-      for (const [entryId, fields] of list) taken.push({ entryId, shard, record: parseRecord(fields)! });
+      for (const [entryId, fields] of list)
+        taken.push({ entryId, stream: key, record: parseRecord(fields)! });
     }
     expect(taken.length).toBeGreaterThan(30);
     await writeBatch(t.deps, taken.slice(0, Math.floor(taken.length / 2)));

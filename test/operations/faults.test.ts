@@ -139,7 +139,7 @@ describe('fault injection', () => {
     for (const f of failed) expect([f.status, f.body.error]).toEqual([503, 'Service unavailable']);
     // …and keep succeeding.
     expect(results.at(-1)!.status).toBe(201);
-    const keys = new Keys(t.prefix, 16);
+    const keys = new Keys(t.prefix, 16, t.deps.keys.layout);
     const metricId = t.deps.catalog.snapshot.metricsByKey.get('m')!.id;
     for (const r of ok)
       expect(await t.deps.redis.hget(keys.user(r.user).hash, userField('metrics', metricId))).toBe('1000000');
@@ -213,7 +213,7 @@ describe('fault injection', () => {
     server = startServer();
     await until('server back', async () => (await fetch(`${origin}/readyz`)).ok);
 
-    const keys = new Keys(prefix, 16);
+    const keys = new Keys(prefix, 16, { cluster: Boolean(clusterNodes) });
     const redis = new Redis(redisUrl);
     cleanups.push(() => redis.disconnect());
     if (!clusterNodes)

@@ -156,7 +156,7 @@ describe('cross-user indexes of a user op', () => {
     )) as Array<[string, Array<[string, string[]]>]>;
     const entries = read[0]![1].map(([entryId, fields]) => ({
       entryId,
-      shard,
+      stream: t.deps.keys.outbox(shard),
       record: parseRecord(fields)!,
     }));
     expect(entries).toHaveLength(1);

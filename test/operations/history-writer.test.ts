@@ -60,9 +60,9 @@ async function send(user: string, value: number, tz = 'UTC') {
 /** Every outbox entry currently in the streams, without consuming them. */
 async function peekOutbox(): Promise<OutboxEntry[]> {
   const out: OutboxEntry[] = [];
-  for (let shard = 0; shard < t.deps.config.USER_SHARDS; shard++) {
-    const list = await t.deps.redis.xrange(t.deps.keys.outbox(shard), '-', '+');
-    for (const [entryId, fields] of list) out.push({ entryId, shard, record: parseRecord(fields)! });
+  for (const stream of t.deps.keys.outboxes) {
+    const list = await t.deps.redis.xrange(stream, '-', '+');
+    for (const [entryId, fields] of list) out.push({ entryId, stream, record: parseRecord(fields)! });
   }
   return out;
 }
@@ -79,12 +79,10 @@ describe('history writer', () => {
     }
     while ((await writer.drainOnce()) > 0) {}
     expect(await writer.lag()).toBe(0);
-    // Acknowledged as well as deleted: the group has nothing pending (XDEL alone leaves every entry
-    // in the pending list, to be claimed again).
+    // Acknowledged as well as deleted: the group has nothing pending (a deletion alone leaves every
+    // entry in the pending list, to be claimed again).
     const pending = await Promise.all(
-      Array.from({ length: t.deps.config.USER_SHARDS }, (_, shard) =>
-        t.deps.redis.xpending(t.deps.keys.outbox(shard), HISTORY_GROUP),
-      ),
+      t.deps.keys.outboxes.map((stream) => t.deps.redis.xpending(stream, HISTORY_GROUP)),
     );
     expect(pending.map((p) => Number((p as unknown[])[0]))).toEqual(pending.map(() => 0));
     for (const [user, total] of Object.entries(sent)) {
@@ -186,8 +184,7 @@ describe('history writer', () => {
   it('claims the entries a crashed writer left pending; none lost, none written twice', async () => {
     for (let i = 0; i < 10; i++) await send(`crash-${i}`, 1);
     // Writer A reads everything and dies before writing or acknowledging.
-    for (let shard = 0; shard < t.deps.config.USER_SHARDS; shard++) {
-      const key = t.deps.keys.outbox(shard);
+    for (const key of t.deps.keys.outboxes) {
       await t.deps.redis.xgroup('CREATE', key, HISTORY_GROUP, '0', 'MKSTREAM').catch(() => {});
       await t.deps.redis.xreadgroup('GROUP', HISTORY_GROUP, 'dead', 'COUNT', 1000, 'STREAMS', key, '>');
     }
@@ -217,8 +214,8 @@ describe('history writer', () => {
     const body = await send('digits-1', 3);
     expect(body.total).toBe(3);
     let entry: string[] | undefined;
-    for (let shard = 0; shard < t.deps.config.USER_SHARDS && !entry; shard++) {
-      for (const [, fields] of await t.deps.redis.xrange(t.deps.keys.outbox(shard), '-', '+'))
+    for (const stream of t.deps.keys.outboxes) {
+      for (const [, fields] of await t.deps.redis.xrange(stream, '-', '+'))
         if (fields[fields.indexOf('r') + 1]?.includes('"digits-1"')) entry = fields;
     }
     const raw = JSON.parse(entry![entry!.indexOf('r') + 1]!);
@@ -243,7 +240,7 @@ describe('history writer', () => {
     ]);
     expect(r.awards[0]!.awards.map((a) => a.awarded).sort((a, b) => a - b)).toEqual([3, 10]);
     // The dashboard's recent events read the record not stored yet the same way.
-    const recent = (await recentEvents(t.deps, 1000, 100)).find((e) => e.userId === 'digits-1');
+    const recent = (await recentEvents(t.deps, 1000, 5000)).find((e) => e.userId === 'digits-1');
     expect(recent).toMatchObject({ at: Number(raw.now), value: 3, points: 13, achievements: 1 });
     await new HistoryWriter(t.deps, { consumer: 'w-digits' }).drainOnce();
     const [row] = await t.deps.db
@@ -318,7 +315,7 @@ describe('history writer', () => {
     await new HistoryWriter(t.deps, { consumer: 'w-lb' }).drainOnce();
   });
   it('reads a backlog at most MAX_READ entries per call, a group of streams at a time, and every entry once', async () => {
-    const shards = t.deps.config.USER_SHARDS;
+    const streams = t.deps.keys.outboxes.length;
     // Redis runs nothing else while it builds a read's reply: a backlog of twice MAX_READ over every
     // shard would have come back in one reply before.
     const backlog = 2 * MAX_READ + 100;
@@ -349,10 +346,16 @@ describe('history writer', () => {
       expect(passes.reduce((a, b) => a + b, 0)).toBe(backlog);
       expect(await writer.lag()).toBe(0);
       expect(Math.max(...calls.map((c) => c.entries))).toBeLessThanOrEqual(MAX_READ);
-      // A pass while draining reads the streams in groups (on a Cluster one each, as always), and
-      // takes more than one read's worth.
-      expect(calls[0]!.streams).toBeLessThan(shards);
-      expect(passes[0]).toBeGreaterThan(MAX_READ);
+      if (streams > 1) {
+        // A pass while draining reads the streams in groups (on a Cluster one each, as always), and
+        // takes more than one read's worth.
+        expect(calls[0]!.streams).toBeLessThan(streams);
+        expect(passes[0]).toBeGreaterThan(MAX_READ);
+      } else {
+        // One stream (single Redis): a pass is one read, of MAX_READ while the backlog lasts.
+        expect(calls.length).toBe(passes.length + 1); // and the read that found it empty
+        expect(passes[0]).toBe(MAX_READ);
+      }
       const written = await t.deps.db
         .select({ n: count() })
         .from(events)
@@ -365,15 +368,16 @@ describe('history writer', () => {
       calls.length = 0;
       expect(await writer.drainOnce()).toBe(1);
       if (isCluster(t.deps.redis)) {
-        expect(calls).toHaveLength(shards);
+        expect(calls).toHaveLength(streams);
         expect(calls.every((c) => c.streams === 1)).toBe(true);
-      } else expect(calls).toEqual([{ streams: shards, entries: 1 }]);
+      } else expect(calls).toEqual([{ streams, entries: 1 }]);
     } finally {
       client.xreadgroup = original;
     }
   });
   it('keeps a thin read within its bound when there are more streams than the bound', async () => {
-    // 16 shards and reads of at most 8 entries: a thin pass takes one entry of 8 streams per read.
+    // Reads of at most 8 entries: on a Cluster's 16 shard streams a thin pass takes one entry of 8
+    // streams per read; a single Redis's one stream gives 8 a read.
     const writer = new HistoryWriter(t.deps, { consumer: 'w-narrow', maxRead: 8 });
     while ((await writer.drainOnce()) > 0) {}
     const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
@@ -403,8 +407,7 @@ describe("history writer, claiming a dead writer's entries", () => {
     const n = 120;
     await Promise.all(Array.from({ length: n }, (_, i) => send(`claim-${i}`, 1)));
     // A writer reads every entry and dies before writing or acknowledging any.
-    for (let shard = 0; shard < t.deps.config.USER_SHARDS; shard++) {
-      const key = t.deps.keys.outbox(shard);
+    for (const key of t.deps.keys.outboxes) {
       await t.deps.redis.xreadgroup('GROUP', HISTORY_GROUP, 'dead-many', 'COUNT', 1000, 'STREAMS', key, '>');
     }
     // The entries each claim pipeline returned (on a Cluster every claim is a call of its own).
@@ -452,8 +455,8 @@ describe("history writer, claiming a dead writer's entries", () => {
 
 describe('history writer, a backlog in one shard', () => {
   it("drains one user's events without the pause of a thin pass, in grouped reads", async () => {
-    // The production shard count: a full read then takes 10 records of a stream, fewer than a thin
-    // pass's 125 (500 ÷ 4), after which the writer pauses 100 ms to let records accumulate.
+    // The production shard count: on a Cluster a full read then takes 10 records of a stream, after
+    // which a pass that found no more would pause to let records accumulate.
     const s = await createTestServer({ env: { USER_SHARDS: '256' } });
     try {
       await adminCreate(s, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
@@ -471,11 +474,88 @@ describe('history writer, a backlog in one shard', () => {
       while ((await writer.lag()) > 0) sleeps.push(await poll());
       const [n] = await s.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'one'));
       expect(n!.n).toBe(300);
-      // 10 records a pass (the writer starts reading in groups): 30 passes, none but the last pausing.
-      expect(sleeps).toHaveLength(30);
-      expect(sleeps.slice(0, -1).every((ms) => ms === 0)).toBe(true);
+      if (isCluster(s.deps.redis)) {
+        // 10 records a pass (the writer starts reading in groups): 30 passes, none but the last pausing.
+        expect(sleeps).toHaveLength(30);
+        expect(sleeps.slice(0, -1).every((ms) => ms === 0)).toBe(true);
+      } else {
+        // A single Redis's one stream: a read takes up to MAX_READ of it, so one pass.
+        expect(sleeps).toHaveLength(1);
+      }
     } finally {
       await s.close();
     }
+  });
+});
+
+describe('history writer, the per-shard outbox streams of the earlier single-Redis layout', () => {
+  it('drains the records left in them, removes each once empty, and takes what an older process adds later', async () => {
+    const legacy = t.deps.keys.legacyOutboxes();
+    if (isCluster(t.deps.redis)) {
+      // A Cluster's outbox is still one stream per shard: there is no earlier layout to drain.
+      expect(legacy).toEqual([]);
+      expect(t.deps.keys.outboxes).toHaveLength(t.deps.config.USER_SHARDS);
+      return;
+    }
+    expect(t.deps.keys.outboxes).toHaveLength(1);
+    const rowsOf = async (prefix: string) =>
+      (
+        await t.deps.db
+          .select({ n: count() })
+          .from(events)
+          .where(sql`${events.userId} like ${`${prefix}%`}`)
+      )[0]!.n;
+    const before = new HistoryWriter(t.deps, { consumer: 'w-pre-legacy' });
+    while ((await before.drainOnce()) > 0) {}
+    // Records as an older version left them: each in its user's shard stream, which that version's
+    // writer had joined to the group.
+    const users = Array.from({ length: 6 }, (_, i) => `legacy-${i}`);
+    for (const u of users) await send(u, 2);
+    const [stream] = t.deps.keys.outboxes;
+    const moved = new Set<string>();
+    for (const [id, fields] of await t.deps.redis.xrange(stream!, '-', '+')) {
+      const user = parseRecord(fields)!.user;
+      if (!users.includes(user)) continue;
+      const key = legacy[t.deps.keys.user(user).shard]!;
+      await t.deps.redis.xgroup('CREATE', key, HISTORY_GROUP, '0', 'MKSTREAM').catch(() => {});
+      await t.deps.redis.xadd(key, '*', ...fields);
+      await t.deps.redis.xdel(stream!, id);
+      moved.add(key);
+    }
+    expect(moved.size).toBeGreaterThan(1);
+
+    // A writer of this version drains them in its first pass and removes them at its next sweep.
+    const writer = new HistoryWriter(t.deps, { consumer: 'w-legacy', claimIdleMs: 0 });
+    while ((await writer.drainOnce()) > 0) {}
+    expect(await rowsOf('legacy-')).toBe(users.length);
+    for (const key of moved) expect(await t.deps.redis.xlen(key)).toBe(0);
+    (writer as unknown as { lastClaim: number }).lastClaim = 0;
+    expect(await writer.drainOnce()).toBe(0);
+    for (const key of moved) expect(await t.deps.redis.exists(key)).toBe(0);
+
+    // An older process still running writes to its shard's stream after the removal: a new stream
+    // without the group, found and read at the next sweep.
+    const late = 'legacy-late';
+    await send(late, 5);
+    const entry = (await t.deps.redis.xrange(stream!, '-', '+')).find(
+      ([, f]) => parseRecord(f)!.user === late,
+    );
+    const [id, fields] = entry!;
+    await t.deps.redis.xdel(stream!, id);
+    const lateKey = legacy[t.deps.keys.user(late).shard]!;
+    await t.deps.redis.xadd(lateKey, '*', ...fields);
+    (writer as unknown as { lastClaim: number }).lastClaim = 0;
+    expect(await writer.drainOnce()).toBe(1);
+    expect(await rowsOf(late)).toBe(1);
+    expect(await t.deps.redis.xlen(lateKey)).toBe(0);
+    // Not removed while an entry is pending (a writer died holding it): claimed and written first.
+    await t.deps.redis.xadd(lateKey, '*', 'x', '1');
+    await t.deps.redis.xreadgroup('GROUP', HISTORY_GROUP, 'dead', 'COUNT', 10, 'STREAMS', lateKey, '>');
+    await t.deps.redis.xtrim(lateKey, 'MAXLEN', 0);
+    expect(await t.deps.redis.dropDrainedStream(1, lateKey, HISTORY_GROUP)).toBe(0);
+    const held = (await t.deps.redis.xpending(lateKey, HISTORY_GROUP, '-', '+', 10)) as Array<[string]>;
+    await t.deps.redis.xack(lateKey, HISTORY_GROUP, ...held.map(([i]) => i));
+    expect(await t.deps.redis.dropDrainedStream(1, lateKey, HISTORY_GROUP)).toBe(1);
+    expect(await t.deps.redis.exists(lateKey)).toBe(0);
   });
 });

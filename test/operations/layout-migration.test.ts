@@ -155,7 +155,7 @@ describe('Redis layout migration', () => {
   });
 
   it('a fresh install records the version without scanning the keyspace', async () => {
-    const fresh = { ...t.deps, keys: new Keys(`${t.prefix}-fresh`, t.deps.keys.shards) };
+    const fresh = { ...t.deps, keys: new Keys(`${t.prefix}-fresh`, t.deps.keys.shards, t.deps.keys.layout) };
     const redis = t.deps.redis;
     const scans = (isCluster(redis) ? redis.nodes('master') : [redis]).map((node) => vi.spyOn(node, 'scan'));
     try {

@@ -10,6 +10,7 @@ import { Scheduler } from '../../src/workers/scheduler';
 import { WebhookDispatcher } from '../../src/workers/webhooks';
 import { metric, promtool } from '../helpers/metrics';
 import { freePort } from '../helpers/redis-cluster';
+import { addStaleOutboxRecord } from '../helpers/outbox';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 const TOKEN = 'metrics-token-for-tests-0123';
@@ -150,12 +151,12 @@ describe('/metrics', () => {
     expect(delta('laurel_points_awards_total')).toBe(3);
     expect(delta('laurel_achievement_completions_total')).toBe(1);
     expect(delta('laurel_level_changes_total')).toBe(1);
-    // Shared state: caught up, both backends reachable, one gauge per shard.
+    // Shared state: caught up, both backends reachable, one gauge per outbox stream.
     expect(metric(after, 'laurel_history_lag_seconds')).toBe(0);
     expect(metric(after, 'laurel_outbox_backlog')).toBe(0);
     expect(metric(after, 'laurel_redis_up')).toBe(1);
     expect(metric(after, 'laurel_postgres_up')).toBe(1);
-    expect(after.match(/^laurel_outbox_backlog\{/gm)).toHaveLength(t.deps.config.USER_SHARDS);
+    expect(after.match(/^laurel_outbox_backlog\{/gm)).toHaveLength(t.deps.keys.outboxes.length);
     // Process defaults.
     expect(metric(after, 'process_cpu_seconds_total')).toBeGreaterThan(0);
     expect(metric(after, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
@@ -179,7 +180,7 @@ describe('/metrics', () => {
       expect(failing.lastError).not.toBeNull();
       expect(metric(during, 'laurel_history_lag_seconds')).toBeGreaterThanOrEqual(1.5);
       expect(metric(during, 'laurel_outbox_backlog')).toBe(3);
-      const ages = Array.from({ length: t.deps.config.USER_SHARDS }, (_, shard) =>
+      const ages = t.deps.keys.outboxes.map((_, shard) =>
         metric(during, 'laurel_outbox_oldest_age_seconds', { shard: String(shard) }),
       );
       expect(Math.max(...ages)).toBe(metric(during, 'laurel_history_lag_seconds'));
@@ -283,17 +284,11 @@ describe('/metrics', () => {
   });
 
   it('shows a clear behind state on the overview when history lags and webhooks fail', async () => {
-    // An outbox record accepted two minutes ago that no writer has taken (a shard whose stream has
-    // only older ids; the record has no payload, so a writer would skip it).
+    // An outbox record accepted two minutes ago that no writer has taken (no payload: a writer would
+    // skip it).
+    await drain();
     const old = Date.now() - 2 * MINUTE;
-    let added = false;
-    for (let shard = 0; shard < t.deps.config.USER_SHARDS && !added; shard++) {
-      added = await t.deps.redis
-        .xadd(t.deps.keys.outbox(shard), `${old}-0`, 'x', '1')
-        .then(() => true)
-        .catch(() => false);
-    }
-    expect(added).toBe(true);
+    await addStaleOutboxRecord(t.deps, old, ['x', '1']);
     await sleep(1100); // the overview reuses shared state for a second
     const html = await (await dashboard())('/dashboard');
     expect(html).toContain('id="health" data-state="behind"');

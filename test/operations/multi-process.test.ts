@@ -157,7 +157,7 @@ describe('two API and two worker processes on Redis Cluster', () => {
       nodes.split(',').map((hp) => ({ host: '127.0.0.1', port: Number(hp.split(':')[1]) })),
     );
     try {
-      const keys = new Keys(prefix, 16);
+      const keys = new Keys(prefix, 16, { cluster: true });
       for (let i = 0; i < users; i++) {
         const u = keys.user(`u${i}`);
         expect(Number(await redis.hget(u.hash, userField('metrics', metricId)))).toBe((i + 1) * 1_000_000);

@@ -343,7 +343,7 @@ describe('wire snapshots: the outbox names the configured objects instead of car
     const record = parseRecord(
       fields.map((f: string, i: number) => (fields[i - 1] === 'w' ? 'wGoneGoneGoneGoneGoneGoneGone' : f)),
     )!;
-    const entries = [{ entryId, shard: t.deps.keys.user(u).shard, record }];
+    const entries = [{ entryId, stream: t.deps.keys.user(u).outbox, record }];
     await resolveWires(t.deps, entries);
     expect(record.levels!.every((l) => l.a === false && l.sb === undefined)).toBe(true);
     expect(record.awards.length).toBeGreaterThan(0);

@@ -261,7 +261,7 @@ describe('simulations', () => {
         const outcome = await replayHistory(t.deps, prefix, snap, users, items, 0, to, { rollovers });
         const summaries = await readSummaries(
           t.deps,
-          new Keys(prefix, t.deps.config.USER_SHARDS),
+          new Keys(prefix, t.deps.config.USER_SHARDS, t.deps.keys.layout),
           snap,
           ids,
           to,
