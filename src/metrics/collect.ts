@@ -1,7 +1,7 @@
 // Shared state read at scrape time (and by the dashboard's health panel): outbox backlog and age per
-// shard, scheduler due items and lateness, pending webhooks, and whether Redis and Postgres answer.
-// Bounded work whatever the load: Redis gets one pipeline of XLEN per shard, then XRANGE COUNT 1 for
-// the shards that hold records, then 8 commands on the scheduler's slot; Postgres one query over at
+// outbox stream, scheduler due items and lateness, pending webhooks, and whether Redis and Postgres
+// answer. Bounded work whatever the load: Redis gets one pipeline of XLEN per outbox stream, then XRANGE
+// COUNT 1 for the streams that hold records, then 8 commands on the scheduler's slot; Postgres one query over at
 // most WEBHOOK_SCAN_LIMIT pending rows (index webhook_deliveries_due). A scrape reuses what was read
 // in the last REUSE_MS (the dashboard in the last second), so a scraper polling every second or
 // several scrapers do not multiply it; the alerts' thresholds are minutes, not seconds.
@@ -30,9 +30,9 @@ const PROBE_TIMEOUT_MS = 1500;
 export const REUSE_MS = 5000;
 
 export interface OutboxState {
-  /** Records per shard (read but unacknowledged included). */
+  /** Records per outbox stream, by its index in Keys.outboxes (read but unacknowledged included). */
   backlog: number[];
-  /** Age (s) of each shard's oldest record, 0 when empty. */
+  /** Age (s) of each stream's oldest record, 0 when empty. */
   oldestAge: number[];
 }
 

@@ -130,7 +130,7 @@ export const postgresUp = new Gauge({
 
 export const outboxBacklog = new Gauge({
   name: 'laurel_outbox_backlog',
-  help: 'Outbox records not yet written to the history (read but unacknowledged included), by shard',
+  help: 'Outbox records not yet written to the history (read but unacknowledged included), by outbox stream (shard label: a Cluster user shard, 0 on a single Redis)',
   labelNames: ['shard'] as const,
   aggregator: 'max',
   registers: [registry],
@@ -138,7 +138,7 @@ export const outboxBacklog = new Gauge({
 
 export const outboxOldestAge = new Gauge({
   name: 'laurel_outbox_oldest_age_seconds',
-  help: "Age of the shard's oldest outbox record (0 when empty), by shard",
+  help: "Age of the outbox stream's oldest record (0 when empty), by stream (a Cluster's user shard; 0 on a single Redis)",
   labelNames: ['shard'] as const,
   aggregator: 'max',
   registers: [registry],
@@ -146,7 +146,7 @@ export const outboxOldestAge = new Gauge({
 
 export const historyLag = new Gauge({
   name: 'laurel_history_lag_seconds',
-  help: 'Age of the oldest event not yet in the Postgres history, over every shard (0 when caught up)',
+  help: 'Age of the oldest event not yet in the Postgres history, over every outbox stream (0 when caught up)',
   aggregator: 'max',
   registers: [registry],
 });

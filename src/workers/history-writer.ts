@@ -309,7 +309,7 @@ export interface HistoryWriterOptions {
 }
 
 /**
- * Consumes every shard's outbox with a consumer group, writes history, then acknowledges and
+ * Consumes every outbox stream with a consumer group, writes history, then acknowledges and
  * deletes. Several writers may run at once: the group gives each entry to one of them, and entries
  * left pending by a crashed writer are claimed after `claimIdleMs`.
  */
@@ -532,7 +532,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   protected async poll(): Promise<number> {
     const start = performance.now();
     const n = await this.drainOnce();
-    // A pass costs much whatever it carries (a read of every shard, a transaction, the
+    // A pass costs much whatever it carries (a read of every stream, a transaction, the
     // acknowledgement): passes start at most every PASS_INTERVAL_MS (at most idleSleepMs) while records
     // arrive, so each carries what that interval brought, and back to back only while a grouped read
     // left records it knows of (a backlog drains at full speed).
