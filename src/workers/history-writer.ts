@@ -420,23 +420,16 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         });
       }
     }
-    const read = (args: string[], count: number) =>
-      this.deps.redis.xreadgroup(
-        'GROUP',
-        HISTORY_GROUP,
-        this.consumer,
-        'COUNT',
-        count,
-        'STREAMS',
-        ...args,
-      ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
     // COUNT applies per stream. On a single Redis the reads above; on Cluster the streams live in
     // different slots, so one read each.
     const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
     const cluster = isCluster(this.deps.redis);
     const count = cluster || this.draining ? full : thin;
-    if (cluster) replies.push(...(await Promise.all(streams.map((key) => read([key, '>'], count)))));
-    else for (const args of this.draining ? fullReads : thinReads) replies.push(await read(args, count));
+    if (cluster)
+      replies.push(...(await Promise.all(streams.map((key) => this.readGroup([key, '>'], count)))));
+    else
+      for (const args of this.draining ? fullReads : thinReads)
+        replies.push(await this.readGroup(args, count));
     // A stream that gave all it was asked for may hold more: the next pass reads in groups.
     let more = false;
     for (const reply of replies) {
@@ -457,6 +450,19 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     observeHistoryPass(this.deps, collected, performance.now() - writeStart);
     this.written += collected.length;
     return collected.length;
+  }
+
+  /** XREADGROUP of `count` entries of each stream of `args` (STREAMS arguments) for this consumer. */
+  private readGroup(args: string[], count: number) {
+    return this.deps.redis.xreadgroup(
+      'GROUP',
+      HISTORY_GROUP,
+      this.consumer,
+      'COUNT',
+      count,
+      'STREAMS',
+      ...args,
+    ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
   }
 
   /**
@@ -509,17 +515,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
           )) as [string, Array<[string, string[]] | null>];
           take(key, claimed);
         }
-        const reply = (await redis.xreadgroup(
-          'GROUP',
-          HISTORY_GROUP,
-          this.consumer,
-          'COUNT',
-          count,
-          'STREAMS',
-          key,
-          '>',
-        )) as Array<[string, Array<[string, string[]]>]> | null;
-        for (const [, list] of reply ?? []) {
+        for (const [, list] of (await this.readGroup([key, '>'], count)) ?? []) {
           if (list.length >= count) this.behind = true;
           take(key, list);
         }
