@@ -94,7 +94,7 @@ export interface KeyCensus {
   /** Leaderboard keys and their MEMORY USAGE (exact, every key measured). */
   boardKeys: number;
   boardBytes: number;
-  /** Shard outbox streams still holding entries the history writer has not trimmed yet. */
+  /** Outbox streams still holding entries the history writer has not trimmed yet. */
   outboxKeys: number;
   outboxBytes: number;
   /** Mean MEMORY USAGE of a random sample of user keys, transient keys counted as 0. */
