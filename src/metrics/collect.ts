@@ -76,7 +76,7 @@ export async function readOutbox(deps: Deps): Promise<OutboxState> {
   const nowMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const backlog = lens.map(Number);
   const oldestAge = backlog.map(() => 0);
-  const busy = backlog.flatMap((n, shard) => (n > 0 ? [shard] : []));
+  const busy = backlog.flatMap((n, i) => (n > 0 ? [i] : []));
   if (busy.length) {
     const heads = crossSlotPipeline(deps.redis);
     for (const i of busy) heads.xrange(streams[i]!, '-', '+', 'COUNT', 1);

@@ -473,7 +473,11 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    */
   private async findLegacy(): Promise<void> {
     const candidates = this.deps.keys.legacyOutboxes();
-    if (!candidates.length) return;
+    // One EXISTS of them all first: after an upgrade has drained them, that is all a sweep costs.
+    if (!candidates.length || (await this.deps.redis.exists(...candidates)) === 0) {
+      this.legacy = [];
+      return;
+    }
     const probe = this.deps.redis.pipeline();
     for (const key of candidates) probe.exists(key);
     const found = ((await execValues(probe)) as number[]).flatMap((n, i) => (n ? [candidates[i]!] : []));
