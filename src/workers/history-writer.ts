@@ -395,6 +395,8 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     }
     // The pass's entries by stream, in the order read (claims first: they are the older).
     const byStream = new Map<string, OutboxEntry[]>();
+    // Entries without a record (Laurel writes none; a foreign or damaged one): nothing to write.
+    const empty: Array<[string, string]> = [];
     const take = (stream: string, list: Array<[string, string[]] | null>) => {
       let into = byStream.get(stream);
       if (!into) {
@@ -405,6 +407,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         if (!e) continue;
         const record = parseRecord(e[1]);
         if (record) into.push({ entryId: e[0], stream, record });
+        else empty.push([stream, e[0]]);
       }
     };
     if (claim) {
@@ -441,6 +444,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     this.draining = more;
     this.behind = more && count === full;
     if (this.legacy.length) await this.readLegacy(take, claim ? claimIdle : null, full);
+    if (empty.length) await this.dropEmpty(empty);
     const collected = [...byStream.values()].flat();
     if (!collected.length) return 0;
     const writeStart = performance.now();
@@ -450,6 +454,24 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     observeHistoryPass(this.deps, collected, performance.now() - writeStart);
     this.written += collected.length;
     return collected.length;
+  }
+
+  /**
+   * Acknowledges and deletes entries that hold no record: left pending, one would be claimed again
+   * at every sweep and would stop the trim of its stream (lib/streams.lua trims below the oldest
+   * pending entry), which would then grow with every record after it.
+   */
+  private async dropEmpty(entries: Array<[string, string]>): Promise<void> {
+    this.deps.logger.warn(
+      { entries: entries.length },
+      'history writer: outbox entries without a record dropped',
+    );
+    const done = crossSlotPipeline(this.deps.redis);
+    for (const [stream, id] of entries) {
+      done.xack(stream, HISTORY_GROUP, id);
+      done.xdel(stream, id);
+    }
+    await execValues(done);
   }
 
   /** XREADGROUP of `count` entries of each stream of `args` (STREAMS arguments) for this consumer. */

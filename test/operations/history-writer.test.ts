@@ -488,6 +488,23 @@ describe('history writer, a backlog in one shard', () => {
   });
 });
 
+describe('history writer, an outbox entry without a record', () => {
+  it('acknowledges and deletes it, so it neither stays pending nor holds back the trim of the records after it', async () => {
+    const writer = new HistoryWriter(t.deps, { consumer: 'w-empty' });
+    while ((await writer.drainOnce()) > 0) {}
+    // On a Cluster, the stream of the user's shard (the writer reads every one).
+    const stream = t.deps.keys.user('empty-after').outbox;
+    await t.deps.redis.xadd(stream, '*', 'x', '{}');
+    await send('empty-after', 1);
+    while ((await writer.drainOnce()) > 0) {}
+    const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'empty-after'));
+    expect(row!.n).toBe(1);
+    expect(Number(((await t.deps.redis.xpending(stream, HISTORY_GROUP)) as unknown[])[0])).toBe(0);
+    expect(await t.deps.redis.xlen(stream)).toBe(0);
+    expect(await writer.lag()).toBe(0);
+  });
+});
+
 describe('history writer, the per-shard outbox streams of the earlier single-Redis layout', () => {
   it('drains the records left in them, removes each once empty, and takes what an older process adds later', async () => {
     const legacy = t.deps.keys.legacyOutboxes();
