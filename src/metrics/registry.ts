@@ -164,6 +164,12 @@ export const historyWritten = new Counter({
   registers: [registry],
 });
 
+export const historyUnreadable = new Counter({
+  name: 'laurel_history_records_unreadable_total',
+  help: 'Outbox records the history writer could not read, set aside in the <prefix>:outbox-unreadable stream',
+  registers: [registry],
+});
+
 export const historyWriteDuration = new Histogram({
   name: 'laurel_history_write_duration_seconds',
   help: 'Time to write one pass to Postgres and acknowledge it in Redis',

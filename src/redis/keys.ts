@@ -115,6 +115,14 @@ export class Keys {
     );
   }
 
+  /**
+   * Outbox entries whose record the history writer could not read, set aside with the stream and id
+   * they had and the error (its newest 1,000: history-writer.ts UNREADABLE_KEPT).
+   */
+  get outboxUnreadable(): string {
+    return `${this.prefix}:outbox-unreadable`;
+  }
+
   /** The outbox stream of a user shard's records (Keys.outboxes). */
   outbox(shard: number): string {
     return this.layout.cluster ? this.shardOutbox(shard) : this.outboxes[0]!;

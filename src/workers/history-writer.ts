@@ -15,6 +15,7 @@ import { type OutboxEntry, parseRecord } from '../redis/user-script';
 import { epochOf, rebuildParts } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { observeHistoryPass } from '../metrics/hooks';
+import { historyUnreadable } from '../metrics/registry';
 import { worker } from './runner';
 
 export const HISTORY_GROUP = 'history';
@@ -30,6 +31,17 @@ export const MAX_READ = 512;
  * record waits for Postgres and the cross-user indexes, against passes that carry a few records each.
  */
 export const PASS_INTERVAL_MS = 100;
+
+/** The newest entries the unreadable-records stream keeps (about: XADD MAXLEN ~). */
+export const UNREADABLE_KEPT = 1000;
+
+/** An outbox entry whose record could not be read (drainOnce). */
+interface Unreadable {
+  stream: string;
+  id: string;
+  fields: string[];
+  error: string;
+}
 
 export type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 export { parseRecord } from '../redis/user-script';
@@ -397,6 +409,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const byStream = new Map<string, OutboxEntry[]>();
     // Entries without a record (Laurel writes none; a foreign or damaged one): nothing to write.
     const empty: Array<[string, string]> = [];
+    // Entries whose record cannot be read (damaged): set aside rather than retried for ever, which would
+    // stop every record after them from reaching the history.
+    const unreadable: Unreadable[] = [];
     const take = (stream: string, list: Array<[string, string[]] | null>) => {
       let into = byStream.get(stream);
       if (!into) {
@@ -405,7 +420,13 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       }
       for (const e of list) {
         if (!e) continue;
-        const record = parseRecord(e[1]);
+        let record: OutboxEntry['record'] | null;
+        try {
+          record = parseRecord(e[1]);
+        } catch (err) {
+          unreadable.push({ stream, id: e[0], fields: e[1], error: (err as Error).message });
+          continue;
+        }
         if (record) into.push({ entryId: e[0], stream, record });
         else empty.push([stream, e[0]]);
       }
@@ -445,6 +466,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     this.behind = more && count === full;
     if (this.legacy.length) await this.readLegacy(take, claim ? claimIdle : null, full);
     if (empty.length) await this.dropEmpty(empty);
+    if (unreadable.length) await this.setAside(unreadable);
     const collected = [...byStream.values()].flat();
     if (!collected.length) return 0;
     const writeStart = performance.now();
@@ -461,17 +483,55 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    * at every sweep and would stop the trim of its stream (lib/streams.lua trims below the oldest
    * pending entry), which would then grow with every record after it.
    */
-  private async dropEmpty(entries: Array<[string, string]>): Promise<void> {
-    this.deps.logger.warn(
-      { entries: entries.length },
-      'history writer: outbox entries without a record dropped',
-    );
+  private async dropEmpty(entries: Array<[string, string]>, warn = true): Promise<void> {
+    if (warn)
+      this.deps.logger.warn(
+        { entries: entries.length },
+        'history writer: outbox entries without a record dropped',
+      );
     const done = crossSlotPipeline(this.deps.redis);
     for (const [stream, id] of entries) {
       done.xack(stream, HISTORY_GROUP, id);
       done.xdel(stream, id);
     }
     await execValues(done);
+  }
+
+  /**
+   * Moves entries whose record cannot be read to the unreadable-records stream (Keys.outboxUnreadable:
+   * their fields, the stream and id they had and the error, the newest UNREADABLE_KEPT kept), then
+   * acknowledges and deletes them. Copied first: a writer that dies in between leaves them pending, and
+   * the next claim copies them again rather than losing them.
+   */
+  private async setAside(entries: Unreadable[]): Promise<void> {
+    const { redis, keys, logger } = this.deps;
+    for (const e of entries)
+      logger.error(
+        { stream: e.stream, id: e.id, err: e.error, kept: keys.outboxUnreadable },
+        'history writer: an outbox record cannot be read; set aside, not written to the history',
+      );
+    const copies = crossSlotPipeline(redis);
+    for (const e of entries)
+      copies.xadd(
+        keys.outboxUnreadable,
+        'MAXLEN',
+        '~',
+        UNREADABLE_KEPT,
+        '*',
+        'stream',
+        e.stream,
+        'id',
+        e.id,
+        'error',
+        e.error,
+        ...e.fields,
+      );
+    await execValues(copies);
+    historyUnreadable.inc(entries.length);
+    await this.dropEmpty(
+      entries.map((e) => [e.stream, e.id]),
+      false,
+    );
   }
 
   /** XREADGROUP of `count` entries of each stream of `args` (STREAMS arguments) for this consumer. */

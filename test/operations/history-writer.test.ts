@@ -22,8 +22,10 @@ import {
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { createBoard } from '../helpers/leaderboards';
 import { recentEvents } from '../../src/dashboard/data';
+import { historyUnreadable } from '../../src/metrics/registry';
 
 let t: TestServer;
+const unreadableCount = async () => (await historyUnreadable.get()).values[0]?.value ?? 0;
 let metricId: string;
 let systemId: string;
 
@@ -502,6 +504,43 @@ describe('history writer, an outbox entry without a record', () => {
     expect(Number(((await t.deps.redis.xpending(stream, HISTORY_GROUP)) as unknown[])[0])).toBe(0);
     expect(await t.deps.redis.xlen(stream)).toBe(0);
     expect(await writer.lag()).toBe(0);
+  });
+});
+
+describe('history writer, an outbox record it cannot read', () => {
+  it('sets it aside (kept with its stream, id and error), acknowledges it, and writes the records after it', async () => {
+    const writer = new HistoryWriter(t.deps, { consumer: 'w-unreadable' });
+    while ((await writer.drainOnce()) > 0) {}
+    const stream = t.deps.keys.user('unreadable-after').outbox;
+    const kept = t.deps.keys.outboxUnreadable;
+    await t.deps.redis.unlink(kept);
+    const before = await unreadableCount();
+    // Not JSON, and JSON outside the record's shape (no user, no seq).
+    const broken = await t.deps.redis.xadd(stream, '*', 'r', '{"op":"event",', 'x', '{}');
+    const shapeless = await t.deps.redis.xadd(stream, '*', 'r', '{"op":"event"}');
+    await send('unreadable-after', 1);
+    while ((await writer.drainOnce()) > 0) {}
+    const [row] = await t.deps.db
+      .select({ n: count() })
+      .from(events)
+      .where(eq(events.userId, 'unreadable-after'));
+    expect(row!.n).toBe(1);
+    expect(Number(((await t.deps.redis.xpending(stream, HISTORY_GROUP)) as unknown[])[0])).toBe(0);
+    expect(await t.deps.redis.xlen(stream)).toBe(0);
+    expect(await writer.lag()).toBe(0);
+    const aside = (await t.deps.redis.xrange(kept, '-', '+')).map(([, f]) => {
+      const o: Record<string, string> = {};
+      for (let i = 0; i < f.length; i += 2) o[f[i]!] = f[i + 1]!;
+      return o;
+    });
+    expect(aside.map((a) => [a.stream, a.id, a.r])).toEqual([
+      [stream, broken, '{"op":"event",'],
+      [stream, shapeless, '{"op":"event"}'],
+    ]);
+    expect(aside[0]!.x).toBe('{}');
+    for (const a of aside) expect(a.error).toMatch(/\S/);
+    expect((await unreadableCount()) - before).toBe(2);
+    await t.deps.redis.unlink(kept);
   });
 });
 

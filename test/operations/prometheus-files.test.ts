@@ -26,12 +26,13 @@ describe('deploy/prometheus and deploy/grafana', () => {
     expect(promtool(['check', 'config', 'deploy/prometheus/prometheus.yml'])).toContain('SUCCESS');
   });
 
-  it('alerts on history lag, webhook failures, outbox growth, scheduler lateness, 5xx, Redis and Postgres', () => {
+  it('alerts on history lag, unreadable outbox records, webhook failures, outbox growth, scheduler lateness, 5xx, Redis and Postgres', () => {
     const text = readFileSync(ALERTS, 'utf8');
     for (const alert of [
       'LaurelHistoryBehind',
       'LaurelWebhookFailuresRising',
       'LaurelOutboxGrowing',
+      'LaurelHistoryRecordsUnreadable',
       'LaurelSchedulerLate',
       'LaurelHigh5xxRate',
       'LaurelRedisDown',
