@@ -50,3 +50,54 @@ export function settleReplies(script: string, waiting: Array<Waiting<string>>, r
     else w.resolve(reply);
   });
 }
+
+/** The calls of one round (Rounds): how many have not answered yet, and the answers held back. */
+interface Round {
+  pending: number;
+  held: Array<() => void>;
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * The calls one turn of the event loop sends, as rounds: each call's answer is held back until every
+ * call of its round has answered (or `graceMs` after the first answer, so one slow node delays the
+ * others by that at most), then all are handed out in one go. What the callers do next then starts in
+ * one turn again and is gathered again: on a Redis Cluster, the board moves of the events a turn sent
+ * to its masters leave in one call per board (src/redis/board-moves.ts) instead of one per master's
+ * answer.
+ */
+export class Rounds {
+  private current: Round | null = null;
+
+  constructor(private readonly graceMs: number) {}
+
+  /** Joins this turn's round; the returned function takes the call's answer (a function handing it out). */
+  join(): (handOut: () => void) => void {
+    let round = this.current;
+    if (!round) {
+      const created: Round = { pending: 0, held: [], timer: null };
+      round = created;
+      this.current = created;
+      // Calls sent from the same turn join it; a later turn starts a round of its own.
+      setImmediate(() => {
+        if (this.current === created) this.current = null;
+      });
+    }
+    round.pending++;
+    const joined = round;
+    return (handOut) => {
+      joined.held.push(handOut);
+      joined.pending--;
+      if (joined.pending === 0) handOutAll(joined);
+      else joined.timer ??= setTimeout(() => handOutAll(joined), this.graceMs);
+    };
+  }
+}
+
+function handOutAll(round: Round): void {
+  if (round.timer) clearTimeout(round.timer);
+  round.timer = null;
+  const held = round.held;
+  round.held = [];
+  for (const handOut of held) handOut();
+}

@@ -5,7 +5,7 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
-import { PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
+import { PerTurn, Rounds, settleReplies, type Waiting } from '../redis/per-turn';
 import { decodeCompletion } from '../redis/user-hash';
 import {
   type LuaMove,
@@ -548,7 +548,8 @@ const gatheredOps = new WeakMap<Deps['redis'], Map<string, PerTurn<PreparedOp['c
  * - Redis Cluster: one "__multi_node" call per plan and master, for ops of users in any of the slots
  *   that master serves. An op whose slot has moved meanwhile fails in that call before anything of it
  *   is written (Redis refuses a key the master does not serve) and is sent again alone, routed by its
- *   keys; so is an op whose slot the client does not know yet.
+ *   keys; so is an op whose slot the client does not know yet. The calls of one turn answer together
+ *   (roundOf), so the board moves that follow gather again, one call per board.
  */
 function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
   let node = '';
@@ -586,14 +587,38 @@ function slotOf(outbox: string): number {
 /** Redis's refusal of a key the master running a script does not serve (lua/applyUserOp.lua "__multi_node"). */
 const NOT_LOCAL = /non local key|cluster is down/;
 
+/**
+ * Per Cluster client, the rounds of its gathered calls: one per master and plan from the same turn,
+ * answered together, so the board moves of their events leave in one call per board (Rounds). The
+ * grace bounds what a slow master costs the others' events.
+ */
+const clusterRounds = new WeakMap<Deps['redis'], Rounds>();
+const ROUND_GRACE_MS = 5;
+
+/** On a Cluster, the round this turn's call joins: its answer is handed out through it. */
+function roundOf(deps: Deps): ((handOut: () => void) => void) | null {
+  if (!isCluster(deps.redis)) return null;
+  let rounds = clusterRounds.get(deps.redis);
+  if (!rounds) {
+    rounds = new Rounds(ROUND_GRACE_MS);
+    clusterRounds.set(deps.redis, rounds);
+  }
+  return rounds.join();
+}
+
 function sendGathered(ops: GatheredOp[]): void {
   const first = ops[0]!;
+  const { deps } = first;
+  const joined = roundOf(deps);
+  const handOut = joined ?? ((f: () => void) => f());
   if (ops.length === 1) {
-    callOne(first.deps, first.p, first.a).then(first.resolve, first.reject);
+    callOne(deps, first.p, first.a).then(
+      (reply) => handOut(() => first.resolve(reply)),
+      (err) => handOut(() => first.reject(err)),
+    );
     return;
   }
-  const { deps } = first;
-  const cluster = isCluster(deps.redis);
+  const cluster = joined !== null;
   const pairs = ops.map((o): [PreparedOp, Attempt] => [o.p, o.a]);
   const { keys, list, order } = multiArgs(pairs);
   const call = async () => {
@@ -630,10 +655,11 @@ function sendGathered(ops: GatheredOp[]): void {
     };
   });
   call().then(
-    (replies) => settleReplies('applyUserOp', waiting, replies),
-    (err) => {
-      for (const op of ops) op.reject(err);
-    },
+    (replies) => handOut(() => settleReplies('applyUserOp', waiting, replies)),
+    (err) =>
+      handOut(() => {
+        for (const op of ops) op.reject(err);
+      }),
   );
 }
 

@@ -1,6 +1,8 @@
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userMaster, userSlot, usersPerCall } from '../helpers/gathered';
+import { spyOwnCalls } from '../helpers/spy';
+import { getBoard } from '../helpers/leaderboards';
 import { type UserOp, runUserOp } from '../../src/services/user-op';
 import { type LocalCluster, startRedisCluster } from '../helpers/redis-cluster';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -137,6 +139,48 @@ describe('events gathered per master on a Redis Cluster', () => {
     expect(await nodeClient(to).hget(t.deps.keys.user(b).hash, 'seq')).toBe('2');
     expect(await nodeClient(from).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
   }, 15_000);
+
+  it('hands out the answers of one turn’s calls together, so their events’ board moves leave in one call per board', async () => {
+    // A metric of its own with a board: the tests above send no board moves.
+    const [{ id: boardMetric }] = (await adminCreate(t, '/metrics', [{ key: 'cg-b', name: 'B' }])) as [
+      { id: string },
+    ];
+    await adminCreate(t, '/leaderboards', [
+      { key: 'cg-board', name: 'Board', status: 'active', rankBy: 'metric', metricId: boardMetric },
+    ]);
+    await t.deps.catalog.reload();
+    const users = Array.from({ length: 15 }, (_, i) => `cg-r${i}`);
+    expect(new Set(users.map(masterOf)).size).toBe(3);
+    const moves = spyOwnCalls(t.deps.redis, 'updateBoard');
+    let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
+    try {
+      const calls = await usersPerCall(t, async () => {
+        results = await Promise.all(
+          users.map((u, i) =>
+            runUserOp(t.deps, {
+              kind: 'event',
+              metricId: boardMetric,
+              user: { id: u },
+              valueMicros: (i + 1) * 1_000_000,
+            }),
+          ),
+        );
+      });
+      expect(calls).toHaveLength(3);
+      // One call for the 15 moves (each master's answer arrives on its own; without rounds each
+      // answer's moves left in a call of their own).
+      const sent = moves.calls();
+      expect(sent).toHaveLength(1);
+      expect((sent[0]!.length - 1 - Number(sent[0]![0])) / 8).toBe(15);
+    } finally {
+      moves.restore();
+    }
+    // Each move answered as if alone, and the board holds every user, ranked by value.
+    for (const r of results) expect(r.boardMoves?.map((m) => m.value)).toEqual([r.totalMicros / 1_000_000]);
+    const board = await getBoard(t, 'cg-board', { limit: 100 });
+    expect(board.status).toBe(200);
+    expect(board.body.rankings.map((e: { userId: string }) => e.userId)).toEqual([...users].reverse());
+  });
 });
 
 /** Plain clients of the Cluster's masters by "host:port", for moving slots. */
