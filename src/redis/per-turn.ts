@@ -99,5 +99,14 @@ function handOutAll(round: Round): void {
   round.timer = null;
   const held = round.held;
   round.held = [];
-  for (const handOut of held) handOut();
+  // Every answer is handed out even if one hand-out throws (its error is thrown after the others').
+  let failed: { err: unknown } | null = null;
+  for (const handOut of held) {
+    try {
+      handOut();
+    } catch (err) {
+      failed ??= { err };
+    }
+  }
+  if (failed) throw failed.err;
 }

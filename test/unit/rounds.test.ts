@@ -54,6 +54,18 @@ describe('Rounds', () => {
     expect(out).toEqual(['later 0', 'later 1', 'later 2', 'early 0', 'early 1', 'early 2']);
   });
 
+  it('hands out every answer of a round even when one hand-out throws', async () => {
+    const rounds = new Rounds(10_000);
+    const [a, b, c] = await threeCalls(rounds);
+    const out: string[] = [];
+    a!(() => {
+      throw new Error('boom');
+    });
+    b!(() => out.push('b'));
+    expect(() => c!(() => out.push('c'))).toThrow('boom');
+    expect(out).toEqual(['b', 'c']);
+  });
+
   it('answers a lone call at once', async () => {
     const rounds = new Rounds(10_000);
     await turn();
