@@ -424,7 +424,12 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         try {
           record = parseRecord(e[1]);
         } catch (err) {
-          unreadable.push({ stream, id: e[0], fields: e[1], error: (err as Error).message });
+          unreadable.push({
+            stream,
+            id: e[0],
+            fields: e[1],
+            error: err instanceof Error ? err.message : String(err),
+          });
           continue;
         }
         if (record) into.push({ entryId: e[0], stream, record });
