@@ -175,29 +175,55 @@ async function allRanked(
   return entries.map((e, i) => ({ ...e, rank: i + 1 }));
 }
 
+/** An op whose board values unappliedBoardMoves checks (an outbox record's). */
+export interface BoardValuesOf {
+  userId: string;
+  seq: number;
+  localDate: string;
+  boards: UserOpResult['boards'];
+}
+
 /**
- * Of an op's board values (`boards`: an outbox record's), those whose move is not applied yet. The board
- * script writes the op's seq into the user's member entry ("value|changedAt|group|seq|expires") with
- * every update it applies, ranked or not, and ignores one whose seq it has already seen: an entry at
- * this seq or a later one means applied. A value for another run than the board's run of the op's
+ * Of each op's board values (`boards`: an outbox record's), those whose move is not applied yet. The
+ * board script writes the op's seq into the user's member entry ("value|changedAt|group|seq|expires")
+ * with every update it applies, ranked or not, and ignores one whose seq it has already seen: an entry
+ * at this seq or a later one means applied. A value for another run than the board's run of the op's
  * date, or for a run already finalised (its rankings are its snapshot, its Redis keys are removed), is
  * never applied (applyBoardUpdates would not write the first; the second would bring back dropped keys).
+ * The entries are read with one HMGET per board run for all the ops (a pass of the history writer holds
+ * hundreds of records; on a Cluster every one of them has moves to check).
  */
 export async function unappliedBoardMoves(
   deps: Deps,
-  op: { userId: string; seq: number; localDate: string; boards: UserOpResult['boards'] },
-): Promise<UserOpResult['boards']> {
+  ops: BoardValuesOf[],
+): Promise<Array<UserOpResult['boards']>> {
   const snap = deps.catalog.snapshot;
   const now = deps.clock.now();
-  const open = op.boards.filter((u) => {
-    const board = snap.leaderboardsById.get(u.id);
-    const run = board && runContaining(board, op.localDate);
-    return !!board && !!run && run.start === u.run && !isFinalised(board, run, now);
-  });
-  const metas = await Promise.all(
-    open.map((u) => deps.redis.hget(deps.keys.board(u.id).members(u.run), op.userId)),
+  // Per board run's members key, the users to read and, per op, where its answer will be.
+  const byKey = new Map<string, string[]>();
+  const checks = ops.map((op) =>
+    op.boards.flatMap((u) => {
+      const board = snap.leaderboardsById.get(u.id);
+      const run = board && runContaining(board, op.localDate);
+      if (!board || !run || run.start !== u.run || isFinalised(board, run, now)) return [];
+      const key = deps.keys.board(u.id).members(u.run);
+      let users = byKey.get(key);
+      if (!users) {
+        users = [];
+        byKey.set(key, users);
+      }
+      users.push(op.userId);
+      return [{ value: u, key, at: users.length - 1 }];
+    }),
   );
-  return open.filter((_, i) => !(Number(metas[i]?.split('|')[3] ?? -1) >= op.seq));
+  const keys = [...byKey.keys()];
+  const metas = await Promise.all(keys.map((key) => deps.redis.hmget(key, ...byKey.get(key)!)));
+  const metaOf = new Map(keys.map((key, i) => [key, metas[i]!]));
+  return checks.map((list, i) =>
+    list
+      .filter((c) => !(Number(metaOf.get(c.key)![c.at]?.split('|')[3] ?? -1) >= ops[i]!.seq))
+      .map((c) => c.value),
+  );
 }
 
 /** A window of ranked users: from `offset`, or from the user's index + offset when userId is given. */

@@ -284,18 +284,24 @@ export async function writeBatch(
  */
 async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> {
   const withBoards = entries.filter((e) => e.record.boards.some((b) => !b.ap));
-  for (let i = 0; i < withBoards.length; i += 50) {
+  if (!withBoards.length) return;
+  const missing = await unappliedBoardMoves(
+    deps,
+    withBoards.map(({ record: r }) => ({
+      userId: r.user,
+      seq: r.seq,
+      localDate: r.date,
+      boards: r.boards.filter((b) => !b.ap),
+    })),
+  );
+  const repairs = withBoards.flatMap(({ record: r }, i) =>
+    missing[i]!.length ? [{ r, boards: missing[i]! }] : [],
+  );
+  for (let i = 0; i < repairs.length; i += 50) {
     await Promise.all(
-      withBoards.slice(i, i + 50).map(async ({ record: r }) => {
-        const missing = await unappliedBoardMoves(deps, {
-          userId: r.user,
-          seq: r.seq,
-          localDate: r.date,
-          boards: r.boards.filter((b) => !b.ap),
-        });
-        if (missing.length === 0) return;
-        await applyBoardUpdates(deps, {
-          boards: missing,
+      repairs.slice(i, i + 50).map(({ r, boards }) =>
+        applyBoardUpdates(deps, {
+          boards,
           localDate: r.date,
           breakdown: r.battrs ?? {},
           seq: r.seq,
@@ -303,8 +309,8 @@ async function reapplyBoards(deps: Deps, entries: OutboxEntry[]): Promise<void> 
           tz: r.tz,
           streak: r.streak,
           userId: r.user,
-        });
-      }),
+        }),
+      ),
     );
   }
 }

@@ -115,14 +115,14 @@ describe('board moves inside the user script', () => {
 
   it('lets the history writer skip the repair look-up of moves the user script made, and repair none made', async () => {
     await send(t, m.key, { id: 'fz-d', attributes: { 'fz-city': 'oslo' } }, 1);
-    const lookups = spyOwnCalls(t.deps.redis, 'hget');
+    const lookups = spyOwnCalls(t.deps.redis, 'hmget');
     const repairs = spyOwnCalls(t.deps.redis, 'updateBoard');
     try {
       const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
       while ((await writer.drainOnce()) > 0) {}
       const looked = lookups
         .calls()
-        .filter((args) => args[1] === 'fz-d')
+        .filter((args) => args.slice(1).includes('fz-d'))
         .map((args) => boardOf(args[0]));
       // Only the breakdown board's member entry (its move was the API's own call) is looked up; on
       // Cluster every board's is. Every move was made, so nothing is applied again.
@@ -131,6 +131,29 @@ describe('board moves inside the user script', () => {
     } finally {
       lookups.restore();
       repairs.restore();
+    }
+  });
+
+  it('looks up the member entries of a pass’s records with one HMGET per board run, not one call per record', async () => {
+    const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
+    while ((await writer.drainOnce()) > 0) {}
+    const users = ['fz-p1', 'fz-p2', 'fz-p3', 'fz-p4'];
+    for (const u of users) await send(t, m.key, { id: u, attributes: { 'fz-city': 'oslo' } }, 1);
+    const lookups = spyOwnCalls(t.deps.redis, 'hmget');
+    const single = spyOwnCalls(t.deps.redis, 'hget');
+    try {
+      while ((await writer.drainOnce()) > 0) {}
+      const mine = lookups.calls().filter((args) => users.some((u) => args.slice(1).includes(u)));
+      // One call per board looked up (the breakdown board; on Cluster every board of the metric), each
+      // for the four users; no lookup of one user alone.
+      expect(mine.map((args) => boardOf(args[0])).sort()).toEqual(
+        (cluster() ? metricBoards() : [byCity.id]).sort(),
+      );
+      for (const args of mine) expect(args.slice(1).sort()).toEqual(users);
+      expect(single.calls().filter((args) => users.includes(String(args[1])))).toEqual([]);
+    } finally {
+      lookups.restore();
+      single.restore();
     }
   });
 
