@@ -23,6 +23,58 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
+/** A redis-server on a loopback port that keeps nothing on disk, with `args` added; ready when it returns. */
+async function spawnRedis(port: number, dir: string, args: string[] = []): Promise<ChildProcess> {
+  const p = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--logfile',
+      join(dir, `${port}.log`),
+      ...args,
+    ],
+    { stdio: 'ignore' },
+  );
+  for (let i = 0; i < 50; i++) {
+    try {
+      await run('redis-cli', ['-p', String(port), 'ping']);
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return p;
+}
+
+/** Stops the servers and removes their folder. */
+async function stopAll(procs: ChildProcess[], dir: string): Promise<void> {
+  for (const p of procs) p.kill('SIGTERM');
+  await Promise.all(
+    procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))),
+  );
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * A throwaway single Redis, for a test file that must not share its Redis with the others (one that
+ * flushes the server's functions, say).
+ */
+export async function startRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'laurel-redis-'));
+  const port = await freePort();
+  const proc = await spawnRedis(port, dir);
+  return { url: `redis://127.0.0.1:${port}`, stop: () => stopAll([proc], dir) };
+}
+
 /** Starts a throwaway 3-master Redis Cluster from the redis-server binary on loopback ports. */
 export async function startRedisCluster(masters = 3): Promise<LocalCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'laurel-cluster-'));
@@ -33,39 +85,14 @@ export async function startRedisCluster(masters = 3): Promise<LocalCluster> {
     let port = await freePort();
     while (port > 55000) port = await freePort();
     ports.push(port);
-    const p = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
+    procs.push(
+      await spawnRedis(port, dir, [
         '--cluster-enabled',
         'yes',
         '--cluster-config-file',
         join(dir, `nodes-${port}.conf`),
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--logfile',
-        join(dir, `${port}.log`),
-      ],
-      { stdio: 'ignore' },
+      ]),
     );
-    procs.push(p);
-  }
-  for (const port of ports) {
-    for (let i = 0; i < 50; i++) {
-      try {
-        await run('redis-cli', ['-p', String(port), 'ping']);
-        break;
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
   }
   await run('redis-cli', [
     '--cluster',
@@ -82,12 +109,6 @@ export async function startRedisCluster(masters = 3): Promise<LocalCluster> {
   }
   return {
     nodes: ports.map((p) => `127.0.0.1:${p}`).join(','),
-    async stop() {
-      for (const p of procs) p.kill('SIGTERM');
-      await Promise.all(
-        procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))),
-      );
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop: () => stopAll(procs, dir),
   };
 }

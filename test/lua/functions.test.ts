@@ -1,13 +1,14 @@
 // The user script served as a Redis Function (src/redis/scripts.ts): loaded when Redis does not have
 // it (a restart or FUNCTION FLUSH drops it), older versions removed, and a call that met a missing
 // function applied once.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type { Redis } from 'ioredis';
 import { isCluster } from '../../src/redis/client';
 import { functionLibrary } from '../../src/redis/scripts';
 import { userField } from '../../src/redis/user-hash';
 import { runUserOp } from '../../src/services/user-op';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { startRedis, startRedisCluster } from '../helpers/redis-cluster';
 
 let t: TestServer;
 let metricId: string;
@@ -31,7 +32,6 @@ async function libraries(): Promise<string[]> {
   return per[0] ? per[0].split(',') : [];
 }
 
-// Other test files share this Redis: they reload the library the same way when they find it missing.
 const flush = () => Promise.all(masters().map((node) => node.function('FLUSH')));
 
 const event = (user: string) =>
@@ -40,12 +40,28 @@ const event = (user: string) =>
 const total = async (user: string) =>
   Number(await t.deps.redis.hget(t.deps.keys.user(user).hash, userField('metrics', metricId))) / 1e6;
 
+// FUNCTION FLUSH drops the functions of every process on the server: this file runs on a throwaway
+// Redis (or Cluster, in the Cluster suite) of its own, so that no other file's calls are in flight
+// meanwhile, and no other file reloads the library between a flush and the checks that follow it.
+let own: { stop(): Promise<void> } | undefined;
+
 beforeAll(async () => {
-  t = await createTestServer();
+  if (inject('services').clusterNodes) {
+    const cluster = await startRedisCluster();
+    own = cluster;
+    t = await createTestServer({ env: { REDIS_CLUSTER_NODES: cluster.nodes } });
+  } else {
+    const redis = await startRedis();
+    own = redis;
+    t = await createTestServer({ env: { REDIS_URL: redis.url } });
+  }
   [{ id: metricId }] = await adminCreate(t, '/metrics', [{ key: 'fn-steps', name: 'Steps' }]);
   await t.deps.catalog.reload();
 });
-afterAll(async () => t.close());
+afterAll(async () => {
+  await t?.close();
+  await own?.stop();
+});
 
 describe('applyUserOp as a Redis Function', () => {
   it('is named by a hash of its code, so two versions of Laurel never call each other’s', () => {
