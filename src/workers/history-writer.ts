@@ -476,7 +476,13 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     this.draining = more;
     this.behind = more && count === full;
     if (this.legacy.length) await this.readLegacy(take, claim ? claimIdle : null, full);
-    if (empty.length) await this.dropEmpty(empty);
+    if (empty.length) {
+      this.deps.logger.warn(
+        { entries: empty.length },
+        'history writer: outbox entries without a record dropped',
+      );
+      await this.ackAndDelete(empty);
+    }
     if (unreadable.length) await this.setAside(unreadable);
     const collected = [...byStream.values()].flat();
     if (!collected.length) return 0;
@@ -490,16 +496,12 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   }
 
   /**
-   * Acknowledges and deletes entries that hold no record: left pending, one would be claimed again
-   * at every sweep and would stop the trim of its stream (lib/streams.lua trims below the oldest
-   * pending entry), which would then grow with every record after it.
+   * Acknowledges and deletes entries the writer will not write (no record, or one set aside): left
+   * pending, one would be claimed again at every sweep and would stop the trim of its stream
+   * (lib/streams.lua trims below the oldest pending entry), which would then grow with every record
+   * after it.
    */
-  private async dropEmpty(entries: Array<[string, string]>, warn = true): Promise<void> {
-    if (warn)
-      this.deps.logger.warn(
-        { entries: entries.length },
-        'history writer: outbox entries without a record dropped',
-      );
+  private async ackAndDelete(entries: Array<[string, string]>): Promise<void> {
     const done = crossSlotPipeline(this.deps.redis);
     for (const [stream, id] of entries) {
       done.xack(stream, HISTORY_GROUP, id);
@@ -539,10 +541,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       );
     await execValues(copies);
     historyUnreadable.inc(entries.length);
-    await this.dropEmpty(
-      entries.map((e) => [e.stream, e.id]),
-      false,
-    );
+    await this.ackAndDelete(entries.map((e) => [e.stream, e.id]));
   }
 
   /** XREADGROUP of `count` entries of each stream of `args` (STREAMS arguments) for this consumer. */

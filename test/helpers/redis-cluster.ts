@@ -23,8 +23,11 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-/** A redis-server on a loopback port that keeps nothing on disk, with `args` added; ready when it returns. */
-async function spawnRedis(port: number, dir: string, args: string[] = []): Promise<ChildProcess> {
+/**
+ * A redis-server on a loopback port that keeps nothing on disk, with `args` added (later options win:
+ * `--appendonly yes` turns persistence on); ready when it returns.
+ */
+export async function spawnRedis(port: number, dir: string, args: string[] = []): Promise<ChildProcess> {
   const p = spawn(
     'redis-server',
     [

@@ -9,7 +9,7 @@ import postgres from 'postgres';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { generateApiKey } from '../../src/api-keys';
 import { Keys } from '../../src/redis/keys';
-import { freePort } from '../helpers/redis-cluster';
+import { freePort, spawnRedis } from '../helpers/redis-cluster';
 import { adminCreate, createTestDatabase, createTestServer, removeKeysUnder } from '../helpers/server';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -27,32 +27,14 @@ async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
 }
 
 /** A redis-server of this test's own, persisting every write (so a stop loses nothing committed). */
-function ownRedis(port: number, dir: string): ChildProcess {
-  return spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--save',
-      '',
-    ],
-    { stdio: 'ignore' },
-  );
-}
+const ownRedis = (port: number, dir: string): Promise<ChildProcess> =>
+  spawnRedis(port, dir, ['--appendonly', 'yes', '--appendfsync', 'always']);
 
 describe('fault injection', () => {
   it('answers 503 while its Redis is stopped, writes nothing half, and recovers by itself', async () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'laurel-redis-'));
-    let redis = ownRedis(port, dir);
+    let redis = await ownRedis(port, dir);
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     cleanups.push(() => redis.kill('SIGKILL'));
     const probe = new Redis(port, '127.0.0.1', {
@@ -116,7 +98,7 @@ describe('fault injection', () => {
       expect(Date.now() - started).toBeLessThan(2000);
     }
     await new Promise((r) => setTimeout(r, 500));
-    redis = ownRedis(port, dir);
+    redis = await ownRedis(port, dir);
     const restarted = Date.now();
     // Recovery: requests succeed again within seconds of Redis returning, with no restart of ours.
     const mark = results.length;
