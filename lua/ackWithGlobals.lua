@@ -4,13 +4,13 @@ cross-user indexes those records imply (lib/globals.lua, one command per index f
 acknowledgement and deletion, in one atomic call. A writer that dies before it has either; one that
 dies after has both, so every record moves the indexes exactly once (its Postgres rows are idempotent).
 
-KEYS[1..6]  the fixed keys of lib/globals.lua
-KEYS[7..]   points totals zsets and outbox streams, referenced by their KEYS index from ARGV
+KEYS[1..7]  the fixed keys of lib/globals.lua
+KEYS[8..]   points totals zsets and outbox streams, referenced by their KEYS index from ARGV
 
 ARGV, flat (no JSON to decode: cjson's decoding of a chunk cost Redis about 24,000 instructions a
 record, more than the indexes' own commands):
   [1] the history consumer group, [2] R = the number of records, then per record:
-    its A of lib/globals.lua (A[1 .. 8+n], A[8] = n), then m = its number of totals, then m pairs
+    its A of lib/globals.lua (A[1 .. 9+n], A[9] = n), then m = its number of totals, then m pairs
     (KEYS index of a system's totals zset, the user's total or '' for 0 when absent);
   then S = the number of outbox streams, and per stream: its KEYS index, c = the number of entries,
   then the c entry ids to acknowledge (then every entry the group is done with is trimmed:
@@ -27,7 +27,7 @@ local n = tonumber(ARGV[2])
 local records = {}
 local i = 3
 for r = 1, n do
-  local last = i + 7 + tonumber(ARGV[i + 7])
+  local last = i + 8 + tonumber(ARGV[i + 8])
   local A = { unpack(ARGV, i, last) }
   i = last + 1
   local m = tonumber(ARGV[i])

@@ -5,17 +5,17 @@ slot: the history writer's path on Cluster, where the outbox streams live in oth
 twice when another writer claims it: npm run verify-state reports it and npm run rebuild recomputes
 them.
 
-KEYS[1..6] the fixed keys of lib/globals.lua, KEYS[7..] the points totals zsets of the record's
-systems. ARGV: the record's A (lib/globals.lua), then one total per KEYS[7..] ('' for 0 when absent).
+KEYS[1..7] the fixed keys of lib/globals.lua, KEYS[8..] the points totals zsets of the record's
+systems. ARGV: the record's A (lib/globals.lua), then one total per KEYS[8..] ('' for 0 when absent).
 
 Reply: 1.
 ]]
 
 --!include lib/globals.lua
 
-local n = tonumber(ARGV[8])
+local n = tonumber(ARGV[9])
 local A, T = {}, {}
-for i = 1, 8 + n do A[i] = ARGV[i] end
-for j = 7, #KEYS do T[#T + 1] = { KEYS[j], ARGV[n + j + 2] } end
+for i = 1, 9 + n do A[i] = ARGV[i] end
+for j = 8, #KEYS do T[#T + 1] = { KEYS[j], ARGV[n + j + 2] } end
 updateGlobalsMany(KEYS, { { A = A, T = T } })
 return 1

@@ -8,18 +8,39 @@
 -- K[5] longest streaks (zset)  K[6] when each user's longest length was first reached (hash
 --      "<userId>|<length>" -> ms; one field per user, for the user's current longest length only:
 --      the longest ranking's ties read it, src/services/streak-reads.ts)
+-- K[7] userId -> the seq of the newest record applied to the user's points totals and active streak
+--      (hash, one field per user)
 --
--- One record: A[1] userId   A[2] nowMs   A[3] created ('1' | '0')
--- A[4] streak: '' (unchanged) | 'set' | 'del'   A[5] streak length   A[6] active meta
--- A[7] extended ('1' | '0')
--- A[8] n = completed achievement count, A[9 .. 8+n] their ids
+-- One record: A[1] userId   A[2] the op's seq (the user's, lib/profile.lua)   A[3] nowMs
+-- A[4] created ('1' | '0')   A[5] streak: '' (unchanged) | 'set' | 'del'   A[6] streak length
+-- A[7] active meta   A[8] extended ('1' | '0')
+-- A[9] n = completed achievement count, A[10 .. 9+n] their ids
 -- and its totals T: a list of {points totals zset key, the user's new total or '' for 0 when absent
 -- (a created user)}.
 
--- Applies records {A, T} in order, as if one after the other, with one variadic command per index
--- instead of one command per record and index: per user and index only the last write of the chunk
--- counts (and the highest length for the longest streaks), which is what the sequence would leave.
+-- Applies records {A, T} with one variadic command per index instead of one command per record and
+-- index. Counts (users, completions) add up, the longest streak keeps the highest length; a points
+-- total and the active streak are the values after the record's op, so only a record newer (by seq)
+-- than any applied before for its user sets them: one user's records can come in any order (several
+-- writers read one stream at once; a claim takes entries left pending behind newer ones already
+-- written), and an older one must not undo a newer one.
 local function updateGlobalsMany(K, records)
+  local users, userOrder = {}, {}
+  for _k = 1, #records do
+    local userId = records[_k].A[1]
+    if not users[userId] then
+      users[userId] = true
+      userOrder[#userOrder + 1] = userId
+    end
+  end
+  if #userOrder == 0 then return end
+  local applied = redis.call('HMGET', K[7], unpack(userOrder))
+  local last, before = {}, {}
+  for i = 1, #userOrder do
+    local s = tonumber(applied[i]) or -1
+    last[userOrder[i]] = s
+    before[userOrder[i]] = s
+  end
   local created = 0
   local completions, achOrder = {}, {}
   local totals, totalKeys = {}, {}
@@ -30,11 +51,13 @@ local function updateGlobalsMany(K, records)
   for _k = 1, #records do
     local rec = records[_k]
     local A = rec.A
-    local userId, now = A[1], A[2]
-    if A[3] == '1' then created = created + 1 end
-    local n = tonumber(A[8])
+    local userId, seq, now = A[1], tonumber(A[2]), A[3]
+    local newer = seq > last[userId]
+    if newer then last[userId] = seq end
+    if A[4] == '1' then created = created + 1 end
+    local n = tonumber(A[9])
     for i = 1, n do
-      local id = A[8 + i]
+      local id = A[9 + i]
       if not completions[id] then
         completions[id] = 0
         achOrder[#achOrder + 1] = id
@@ -44,27 +67,39 @@ local function updateGlobalsMany(K, records)
     for _k = 1, #rec.T do
       local t = rec.T[_k]
       local key, total = t[1], t[2]
-      local byUser = totals[key]
-      if not byUser then
-        byUser = { order = {} }
-        totals[key] = byUser
-        totalKeys[#totalKeys + 1] = key
+      -- An older record's total is skipped; its '' (0 when absent: ZADD NX) is harmless in any order.
+      if newer or total == '' then
+        local byUser = totals[key]
+        if not byUser then
+          byUser = { order = {} }
+          totals[key] = byUser
+          totalKeys[#totalKeys + 1] = key
+        end
+        if byUser[userId] == nil then byUser.order[#byUser.order + 1] = userId end
+        -- A total replaces whatever came before; '' (0 when absent) never replaces a total.
+        if total ~= '' or byUser[userId] == nil then byUser[userId] = total end
       end
-      if byUser[userId] == nil then byUser.order[#byUser.order + 1] = userId end
-      -- A total replaces whatever came before; '' (0 when absent) never replaces a total.
-      if total ~= '' or byUser[userId] == nil then byUser[userId] = total end
     end
-    if A[4] == 'set' or A[4] == 'del' then
+    if newer and (A[5] == 'set' or A[5] == 'del') then
       if active[userId] == nil then activeOrder[#activeOrder + 1] = userId end
-      active[userId] = A[4] == 'set' and { A[5], A[6] } or false
+      active[userId] = A[5] == 'set' and { A[6], A[7] } or false
     end
-    if A[4] == 'set' then
-      local len = tonumber(A[5])
+    if A[5] == 'set' then
+      local len = tonumber(A[6])
       if longest[userId] == nil then longestOrder[#longestOrder + 1] = userId end
       if longest[userId] == nil or len > longest[userId] then longest[userId] = len end
-      lengths[#lengths + 1] = { userId, len, A[7] == '1', now }
+      lengths[#lengths + 1] = { userId, len, A[8] == '1', now }
     end
   end
+  local seqs = {}
+  for _k = 1, #userOrder do
+    local userId = userOrder[_k]
+    if last[userId] > before[userId] then
+      seqs[#seqs + 1] = userId
+      seqs[#seqs + 1] = string.format('%d', last[userId])
+    end
+  end
+  if #seqs > 0 then redis.call('HSET', K[7], unpack(seqs)) end
 
   if created > 0 then redis.call('INCRBY', K[1], created) end
   for _k = 1, #achOrder do local id = achOrder[_k] redis.call('HINCRBY', K[2], id, completions[id]) end

@@ -109,6 +109,7 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
     k.streakActiveMeta,
     k.streakLongest,
     k.streakLongestAt,
+    k.appliedSeq,
     ...ctx.systems.map((s) => k.pointsTotals(s.id)),
   ];
   for (const key of all) pipe.unlink(key);
@@ -133,6 +134,7 @@ async function writeGlobals(deps: Deps, ctx: RebuildContext, g: GlobalState): Pr
   hset(k.streakActiveMeta, g.streakActiveMeta);
   zadd(k.streakLongest, g.streakLongest);
   hset(k.streakLongestAt, g.streakLongestAt);
+  hset(k.appliedSeq, g.appliedSeq);
   await execValues(pipe);
   return keys;
 }

@@ -401,6 +401,8 @@ export interface GlobalState {
   streakActiveMeta: Record<string, string>;
   streakLongest: Record<string, number>;
   streakLongestAt: Record<string, string>;
+  /** userId → the user's seq: every record up to it is in the indexes above (lib/globals.lua K[7]). */
+  appliedSeq: Record<string, string>;
 }
 
 export async function globalCounts(deps: Deps): Promise<Pick<GlobalState, 'userCount' | 'completions'>> {
@@ -425,6 +427,7 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     streakActiveMeta: {},
     streakLongest: {},
     streakLongestAt: {},
+    appliedSeq: {},
   };
   for (const s of states) {
     // Every user counts in the histogram of every system that existed when they were created.
@@ -446,6 +449,7 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     // Only the longest length's first time is kept (lib/globals.lua: one field per user).
     const at = s.longestAt[`${s.userId}|${longest}`];
     if (longest > 0 && at !== undefined) g.streakLongestAt[`${s.userId}|${longest}`] = String(at);
+    if (s.profile.seq !== undefined) g.appliedSeq[s.userId] = s.profile.seq;
   }
   return g;
 }

@@ -200,6 +200,8 @@ export class Keys {
       /** Sorted set userId -> longest streak ever; hash userId -> when it was reached. */
       streakLongest: `${this.prefix}:{global}:streak:longest`,
       streakLongestAt: `${this.prefix}:{global}:streak:longest-at`,
+      /** Hash userId -> seq of the newest record applied to the user's points totals and active streak. */
+      appliedSeq: `${this.prefix}:{global}:applied-seq`,
     };
   }
 

@@ -12,7 +12,7 @@ import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
 import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 
-/** The first 6 keys of lib/globals.lua (the points totals of each system follow them). */
+/** The first 7 keys of lib/globals.lua (the points totals of each system follow them). */
 export function fixedGlobalKeys(deps: Deps): string[] {
   const g = deps.keys.global;
   return [
@@ -22,10 +22,11 @@ export function fixedGlobalKeys(deps: Deps): string[] {
     g.streakActiveMeta,
     g.streakLongest,
     g.streakLongestAt,
+    g.appliedSeq,
   ];
 }
 
-/** updateGlobals arguments of one record (A[1..8+n]) and its totals [systemId, total | ''], or null. */
+/** updateGlobals arguments of one record (A[1..9+n]) and its totals [systemId, total | ''], or null. */
 export function globalsOf(
   deps: Deps,
   r: OutboxRecord,
@@ -46,6 +47,7 @@ export function globalsOf(
   return {
     args: [
       r.user,
+      String(r.seq),
       String(r.now),
       r.created ? '1' : '0',
       streak,
@@ -77,7 +79,7 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
       if (!u) continue;
       any = true;
       pipe.updateGlobals(
-        6 + u.totals.length,
+        fixed.length + u.totals.length,
         ...fixed,
         ...u.totals.map(([id]) => g.pointsTotals(id)),
         ...u.args,

@@ -195,6 +195,9 @@ export async function snapshotKeys(t: TestServer): Promise<Record<string, unknow
     if (/:user:[^:]+:op:/.test(key)) continue;
     // A board's ranking version validates cached reads; rebuilt boards get a new one on purpose.
     if (/:\{lb:[^}]+\}:ver$/.test(key)) continue;
+    // The history writer's ordering guard (lib/globals.lua K[7]): live, the seq of each user's newest
+    // record that moved an index; rebuilt, the user's seq (no lower; rebuild.test.ts checks it).
+    if (key.endsWith(':{global}:applied-seq')) continue;
     const type = await t.deps.redis.type(key);
     // Outbox streams and their consumer groups: not state.
     if (type === 'stream') continue;

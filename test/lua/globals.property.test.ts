@@ -1,7 +1,9 @@
 // lua/lib/globals.lua applies a chunk of records with one variadic command per index: the indexes it
 // leaves must be those of the same records applied one at a time, one command per record and index
 // (REFERENCE below: the rule as it was written before chunks were aggregated). Generated chunks reuse
-// a few users, so one user's set, del, totals and completions interleave within a chunk.
+// a few users, so one user's set, del, totals and completions interleave within a chunk. A record's
+// totals and active streak apply only when its seq is above the last applied for its user (K[7]):
+// one user's records may reach the writer out of order, and the newest must stay.
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLuaHarness, type LuaHarness } from './harness';
@@ -9,27 +11,31 @@ import { createLuaHarness, type LuaHarness } from './harness';
 /** One record at a time, one command per index (A and T as lib/globals.lua documents them). */
 const REFERENCE = `
 local function referenceUpdate(K, A, T)
-  local userId, now = A[1], A[2]
-  if A[3] == '1' then redis.call('INCR', K[1]) end
-  local n = tonumber(A[8])
-  for i = 1, n do redis.call('HINCRBY', K[2], A[8 + i], 1) end
+  local userId, seq, now = A[1], tonumber(A[2]), A[3]
+  local newer = seq > tonumber(redis.call('HGET', K[7], userId) or '-1')
+  if newer then redis.call('HSET', K[7], userId, A[2]) end
+  if A[4] == '1' then redis.call('INCR', K[1]) end
+  local n = tonumber(A[9])
+  for i = 1, n do redis.call('HINCRBY', K[2], A[9 + i], 1) end
   for _, t in ipairs(T) do
     if t[2] == '' then
       redis.call('ZADD', t[1], 'NX', 0, userId)
-    else
+    elseif newer then
       redis.call('ZADD', t[1], t[2], userId)
     end
   end
-  if A[4] == 'set' then
-    redis.call('ZADD', K[3], A[5], userId)
-    redis.call('HSET', K[4], userId, A[6])
+  if A[5] == 'set' then
+    if newer then
+      redis.call('ZADD', K[3], A[6], userId)
+      redis.call('HSET', K[4], userId, A[7])
+    end
     -- One field of K[6] per user: its current longest length, set when first reached.
     local prev = tonumber(redis.call('ZSCORE', K[5], userId) or '0')
-    local len = tonumber(A[5])
-    redis.call('ZADD', K[5], 'GT', A[5], userId)
+    local len = tonumber(A[6])
+    redis.call('ZADD', K[5], 'GT', A[6], userId)
     if len > prev and prev > 0 then redis.call('HDEL', K[6], userId .. '|' .. prev) end
-    if A[7] == '1' and len >= prev then redis.call('HSETNX', K[6], userId .. '|' .. A[5], now) end
-  elseif A[4] == 'del' then
+    if A[8] == '1' and len >= prev then redis.call('HSETNX', K[6], userId .. '|' .. A[6], now) end
+  elseif A[5] == 'del' and newer then
     redis.call('ZREM', K[3], userId)
     redis.call('HDEL', K[4], userId)
   end
@@ -44,6 +50,7 @@ afterEach(async () => h.cleanup());
 
 interface Rec {
   user: string;
+  seq: number;
   now: number;
   created: boolean;
   streak: '' | 'set' | 'del';
@@ -55,6 +62,7 @@ interface Rec {
 
 const recArb: fc.Arbitrary<Rec> = fc.record({
   user: fc.constantFrom('u1', 'u2', 'u3'),
+  seq: fc.integer({ min: 1, max: 20 }),
   now: fc.integer({ min: 1, max: 1_000 }),
   created: fc.boolean(),
   streak: fc.constantFrom<Rec['streak']>('', 'set', 'del'),
@@ -69,6 +77,7 @@ const recArb: fc.Arbitrary<Rec> = fc.record({
 
 const argsOf = (r: Rec) => [
   r.user,
+  String(r.seq),
   String(r.now),
   r.created ? '1' : '0',
   r.streak,
@@ -99,12 +108,12 @@ describe('lib/globals.lua updateGlobalsMany', () => {
       fc.asyncProperty(fc.array(recArb, { minLength: 1, maxLength: 12 }), async (recs) => {
         n++;
         const keysOf = (side: string) =>
-          ['count', 'done', 'active', 'meta', 'longest', 'at', 'pts0', 'pts1'].map(
+          ['count', 'done', 'active', 'meta', 'longest', 'at', 'seq', 'pts0', 'pts1'].map(
             (k) => `${h.prefix}${side}${n}:${k}`,
           );
         const chunkKeys = keysOf('c');
         const oneKeys = keysOf('o');
-        const input = recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [7 + j, total]) }));
+        const input = recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [8 + j, total]) }));
         const body = `
           local records = {}
           for _, rec in ipairs(INPUT) do

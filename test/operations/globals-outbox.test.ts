@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
+import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 
@@ -169,5 +170,33 @@ describe('cross-user indexes of a user op', () => {
     const after = await indexesOf('gf-c');
     expect(after).toMatchObject({ userCount: '3', completions: '3', xp: '10', quiet: '0', active: '1' });
     expect(await t.deps.redis.xlen(t.deps.keys.outbox(shard))).toBe(0);
+  });
+
+  it('keep the newest total and streak when an older record is written after newer ones', async () => {
+    t.clock.advance(60_000);
+    await send('gf-d');
+    const stream = t.deps.keys.outbox(t.deps.keys.user('gf-d').shard);
+    // A writer reads the first record and stalls (it stays pending to it) ...
+    const read = (await t.deps.redis.xreadgroup(
+      'GROUP',
+      HISTORY_GROUP,
+      'stalled',
+      'COUNT',
+      10,
+      'STREAMS',
+      stream,
+      '>',
+    )) as Array<[string, Array<[string, string[]]>]>;
+    expect(read[0]![1]).toHaveLength(1);
+    // ... while the user's next day is written by another writer (which claims nothing yet) ...
+    t.clock.advance(24 * 3600_000);
+    await send('gf-d');
+    const live = new HistoryWriter(t.deps, { consumer: 'live', claimIdleMs: 3_600_000 });
+    expect(await live.drainOnce()).toBe(1);
+    expect(await indexesOf('gf-d')).toMatchObject({ xp: '20', active: '2', longest: '2' });
+    // ... and the stalled record is claimed and written last: it must not undo the newer one.
+    expect(await t.settle()).toBe(1);
+    expect(await indexesOf('gf-d')).toMatchObject({ xp: '20', active: '2', longest: '2' });
+    expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 });

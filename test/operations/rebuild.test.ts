@@ -89,11 +89,20 @@ describe('rebuild and verify-state', () => {
   it('deleting every key under the prefix, then rebuilding, restores identical state', async () => {
     const before = await snapshotKeys(t);
     const answers = await reads();
+    const appliedKey = t.deps.keys.global.appliedSeq;
+    const appliedBefore = await t.deps.redis.hgetall(appliedKey);
     expect(Object.keys(before).length).toBeGreaterThan(50);
     await wipePrefix(t);
     const summary = await rebuildState(t.deps);
     expect(summary.users).toBe(8);
     expect(summary.boardUpdates).toBeGreaterThan(0);
+    // The writer's ordering guard is rebuilt as each user's seq: no lower than it was.
+    const appliedAfter = await t.deps.redis.hgetall(appliedKey);
+    expect(Object.keys(appliedAfter).sort()).toEqual(Object.keys(appliedBefore).sort());
+    for (const [user, seq] of Object.entries(appliedAfter)) {
+      expect(seq).toBe(await t.deps.redis.hget(t.deps.keys.user(user).hash, 'seq'));
+      expect(Number(seq)).toBeGreaterThanOrEqual(Number(appliedBefore[user]));
+    }
     const after = await snapshotKeys(t);
     expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort());
     for (const key of Object.keys(before))
