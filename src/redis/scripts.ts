@@ -22,6 +22,7 @@ export const SCRIPT_NAMES = [
   'migrateIdem',
   'migrateUser',
   'rateLimit',
+  'readOutboxes',
   'readWindow',
   'recomputeStreak',
   'updateBoard',
@@ -29,6 +30,9 @@ export const SCRIPT_NAMES = [
 ] as const;
 
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+/** lua/readOutboxes.lua's reply: per stream read, [stream, entries]; then flat failed stream, error pairs. */
+type OutboxReads = [Array<[string, Array<[string, string[]]>]>, string[]];
 
 /** lua/claimBatch.lua's reply: owner token, done, items JSON, mk ('1': markers in the batch's hash). */
 type ClaimedBatch = [owner: number, done: string, items: string, mk: string];
@@ -48,6 +52,7 @@ declare module 'ioredis' {
     /** One move: its reply JSON; several (8 ARGV each): one reply per move (src/redis/board-moves.ts). */
     updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    readOutboxes(numKeys: number, ...keysAndArgs: string[]): Result<OutboxReads, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;
     recomputeStreak(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     rateLimit(numKeys: number, ...keysAndArgs: string[]): Result<[number, number], Context>;
@@ -99,8 +104,9 @@ export function luaFiles(): string[] {
  * (lua/applyUserOp.lua's decoded plans) outlives the call. The file ends with `return run(KEYS, ARGV)`
  * (so it still runs as a plain script in tests), which the library replaces with the registration of
  * its `served` function (run, with what only the Functions engine's Lua state should have).
+ * lua/readOutboxes.lua is one for its allow-cross-slot-keys flag, which only a Function can have.
  */
-const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp']);
+const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp', 'readOutboxes']);
 
 const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
 

@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { sql } from 'drizzle-orm';
 import { type BulkPart, bulkInsertAll, bulkPart } from '../db/bulk';
 import { isUniqueViolation } from '../admin/common';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { isCluster } from '../redis/client';
+import { isCluster, type RedisClient } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds } from '../engine/periods';
 import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards';
@@ -19,6 +20,9 @@ import { historyUnreadable } from '../metrics/registry';
 import { worker } from './runner';
 
 export const HISTORY_GROUP = 'history';
+
+/** One read's reply: per stream that gave entries, its name and the entries (XREADGROUP's shape). */
+type StreamReply = Array<[string, Array<[string, string[]]>]> | null;
 
 /**
  * The most outbox entries one XREADGROUP of the history writer returns on a single Redis, and one
@@ -455,13 +459,12 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         });
       }
     }
-    // COUNT applies per stream. On a single Redis the reads above; on Cluster the streams live in
-    // different slots, so one read each.
-    const replies: Array<Array<[string, Array<[string, string[]]>]> | null> = [];
+    // COUNT applies per stream. On a single Redis the reads above; on Cluster, where the streams live
+    // in different slots, one call per master and group of streams (readCluster).
+    const replies: StreamReply[] = [];
     const cluster = isCluster(this.deps.redis);
     const count = cluster || this.draining ? full : thin;
-    if (cluster)
-      replies.push(...(await Promise.all(streams.map((key) => this.readGroup([key, '>'], count)))));
+    if (cluster) replies.push(...(await this.readCluster(this.deps.redis, count, maxRead)));
     else
       for (const args of this.draining ? fullReads : thinReads)
         replies.push(await this.readGroup(args, count));
@@ -544,6 +547,48 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     await this.ackAndDelete(entries.map((e) => [e.stream, e.id]));
   }
 
+  /** The slot of each outbox stream (Keys.outboxes), on a Cluster. */
+  private streamSlots: number[] | null = null;
+
+  /**
+   * On a Cluster, `count` new entries of each outbox stream: one lua/readOutboxes.lua call per master
+   * and group of its streams (at most maxRead entries a call) instead of one XREADGROUP per stream (256
+   * commands a pass). A stream the call could not read (its slot moved meanwhile, or it lost its group)
+   * and one whose master the client does not know are read on their own, routed by their key.
+   */
+  private async readCluster(redis: RedisClient, count: number, maxRead: number): Promise<StreamReply[]> {
+    const streams = this.deps.keys.outboxes;
+    this.streamSlots ??= streams.map((key) => calculateSlot(key));
+    const slots = this.streamSlots;
+    const owners = (redis as { slots?: string[][] }).slots ?? [];
+    const byNode = new Map<string, string[]>();
+    const alone: string[] = [];
+    streams.forEach((key, i) => {
+      const owner = owners[slots[i]!]?.[0];
+      const list = owner === undefined ? alone : byNode.get(owner);
+      if (list) list.push(key);
+      else byNode.set(owner!, [key]);
+    });
+    const size = Math.max(1, Math.floor(maxRead / count));
+    const calls: Array<Promise<StreamReply>> = [];
+    for (const list of byNode.values())
+      for (let i = 0; i < list.length; i += size) {
+        const part = list.slice(i, i + size);
+        calls.push(
+          redis
+            .readOutboxes(1, part[0]!, HISTORY_GROUP, this.consumer, String(count), ...part)
+            .then(([reads, failed]) => {
+              for (let k = 0; k < failed.length; k += 2) alone.push(failed[k]!);
+              return reads;
+            }),
+        );
+      }
+    const replies = await Promise.all(calls);
+    if (alone.length)
+      replies.push(...(await Promise.all(alone.map((key) => this.readGroup([key, '>'], count)))));
+    return replies;
+  }
+
   /** XREADGROUP of `count` entries of each stream of `args` (STREAMS arguments) for this consumer. */
   private readGroup(args: string[], count: number) {
     return this.deps.redis.xreadgroup(
@@ -554,7 +599,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       count,
       'STREAMS',
       ...args,
-    ) as Promise<Array<[string, Array<[string, string[]]>]> | null>;
+    ) as Promise<StreamReply>;
   }
 
   /**

@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { count, eq, sql, sum } from 'drizzle-orm';
 import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +68,39 @@ async function peekOutbox(): Promise<OutboxEntry[]> {
     for (const [entryId, fields] of list) out.push({ entryId, stream, record: parseRecord(fields)! });
   }
   return out;
+}
+
+/**
+ * Records the writer's outbox reads: XREADGROUP calls (a single Redis; a Cluster stream read on its
+ * own) and lua/readOutboxes.lua calls (a Cluster master's streams), with the streams each named and the
+ * entries its reply held.
+ */
+function spyReads() {
+  const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+  const xreadgroup = client.xreadgroup!;
+  const readOutboxes = client.readOutboxes!;
+  const calls: Array<{ how: string; streams: number; entries: number }> = [];
+  const entriesOf = (reply: Array<[string, unknown[]]> | null) =>
+    (reply ?? []).reduce((n, [, list]) => n + list.length, 0);
+  client.xreadgroup = async function (this: unknown, ...args: unknown[]) {
+    const reply = (await xreadgroup.apply(this, args)) as Array<[string, unknown[]]> | null;
+    const streams = (args.length - args.indexOf('STREAMS') - 1) / 2;
+    calls.push({ how: 'xreadgroup', streams, entries: entriesOf(reply) });
+    return reply;
+  };
+  client.readOutboxes = async function (this: unknown, ...args: unknown[]) {
+    const reply = (await readOutboxes.apply(this, args)) as [Array<[string, unknown[]]>, string[]];
+    // numKeys, the routing key, group, consumer, count, then the streams.
+    calls.push({ how: 'readOutboxes', streams: args.length - 5, entries: entriesOf(reply[0]) });
+    return reply;
+  };
+  return {
+    calls,
+    restore() {
+      client.xreadgroup = xreadgroup;
+      client.readOutboxes = readOutboxes;
+    },
+  };
 }
 
 describe('history writer', () => {
@@ -331,16 +365,9 @@ describe('history writer', () => {
     const pending = (await peekOutbox()).filter((e) => e.record.user.startsWith('cap-')).length;
     expect(pending).toBe(backlog);
 
-    // Every XREADGROUP call and the entries its reply held.
-    const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-    const original = client.xreadgroup!;
-    const calls: Array<{ streams: number; entries: number }> = [];
-    client.xreadgroup = async function (this: unknown, ...args: unknown[]) {
-      const reply = (await original.apply(this, args)) as Array<[string, unknown[]]> | null;
-      const streams = (args.length - args.indexOf('STREAMS') - 1) / 2;
-      calls.push({ streams, entries: (reply ?? []).reduce((n, [, list]) => n + list.length, 0) });
-      return reply;
-    };
+    // Every read call and the entries its reply held.
+    const reads = spyReads();
+    const calls = reads.calls;
     try {
       const writer = new HistoryWriter(t.deps, { consumer: 'w-cap' });
       const passes: number[] = [];
@@ -365,16 +392,20 @@ describe('history writer', () => {
       expect(written[0]!.n).toBe(backlog);
 
       // Drained, a thin pass reads every stream in one call (on a Cluster, where the streams live in
-      // different slots, one call each).
+      // different slots, one lua/readOutboxes.lua call per master and group of its streams).
       await send('cap-thin', 1);
       calls.length = 0;
       expect(await writer.drainOnce()).toBe(1);
       if (isCluster(t.deps.redis)) {
-        expect(calls).toHaveLength(streams);
-        expect(calls.every((c) => c.streams === 1)).toBe(true);
-      } else expect(calls).toEqual([{ streams, entries: 1 }]);
+        const masters = t.deps.redis.nodes('master').length;
+        expect(calls.every((c) => c.how === 'readOutboxes')).toBe(true);
+        expect(calls.length).toBeGreaterThanOrEqual(masters);
+        expect(calls.length).toBeLessThanOrEqual(masters + Math.ceil((streams * 10) / MAX_READ));
+        expect(calls.reduce((n, c) => n + c.streams, 0)).toBe(streams);
+        expect(calls.reduce((n, c) => n + c.entries, 0)).toBe(1);
+      } else expect(calls).toEqual([{ how: 'xreadgroup', streams, entries: 1 }]);
     } finally {
-      client.xreadgroup = original;
+      reads.restore();
     }
   });
   it('keeps a thin read within its bound when there are more streams than the bound', async () => {
@@ -382,22 +413,15 @@ describe('history writer', () => {
     // streams per read; a single Redis's one stream gives 8 a read.
     const writer = new HistoryWriter(t.deps, { consumer: 'w-narrow', maxRead: 8 });
     while ((await writer.drainOnce()) > 0) {}
-    const client = t.deps.redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-    const original = client.xreadgroup!;
-    const entries: number[] = [];
-    client.xreadgroup = async function (this: unknown, ...args: unknown[]) {
-      const reply = (await original.apply(this, args)) as Array<[string, unknown[]]> | null;
-      entries.push((reply ?? []).reduce((n, [, list]) => n + list.length, 0));
-      return reply;
-    };
+    const reads = spyReads();
     try {
       await Promise.all(Array.from({ length: 40 }, (_, i) => send(`narrow-${i}`, 1)));
       let n = 0;
       for (let k = await writer.drainOnce(); k > 0; k = await writer.drainOnce()) n += k;
       expect(n).toBe(40);
-      expect(Math.max(...entries)).toBeLessThanOrEqual(8);
+      expect(Math.max(...reads.calls.map((c) => c.entries))).toBeLessThanOrEqual(8);
     } finally {
-      client.xreadgroup = original;
+      reads.restore();
     }
   });
 });
@@ -451,6 +475,53 @@ describe("history writer, claiming a dead writer's entries", () => {
     } finally {
       client.pipeline = originalPipeline;
       client.xautoclaim = originalClaim;
+    }
+  });
+});
+
+describe("history writer, a Cluster master's streams in one call (lua/readOutboxes.lua)", () => {
+  it('reads the streams its master serves, and reports one of another master and one without the group', async () => {
+    const redis = t.deps.redis;
+    if (!isCluster(redis)) {
+      // A single Redis has one outbox stream, read with XREADGROUP (the tests above).
+      expect(t.deps.keys.outboxes).toHaveLength(1);
+      return;
+    }
+    // Streams of the test's own, in the slots of user shards.
+    const keyOf = (shard: number) => `${t.deps.keys.shardTag(shard)}:probe-outbox`;
+    const ownerOf = (key: string) => redis.slots[calculateSlot(key)]![0];
+    const shards = Array.from({ length: t.deps.config.USER_SHARDS }, (_, i) => i);
+    const [a, b, noGroup] = shards.filter((i) => ownerOf(keyOf(i)) === ownerOf(keyOf(0))).map(keyOf);
+    const elsewhere = keyOf(shards.find((i) => ownerOf(keyOf(i)) !== ownerOf(keyOf(0)))!);
+    for (const key of [a!, b!, elsewhere]) {
+      await redis.xgroup('CREATE', key, 'probe', '0', 'MKSTREAM');
+      await redis.xadd(key, '1-1', 'f', key);
+    }
+    await redis.xadd(noGroup!, '1-1', 'f', noGroup!);
+    try {
+      const [reads, failed] = await redis.readOutboxes(
+        1,
+        a!,
+        'probe',
+        'c',
+        '10',
+        a!,
+        elsewhere,
+        b!,
+        noGroup!,
+      );
+      expect(reads).toEqual([
+        [a, [['1-1', ['f', a]]]],
+        [b, [['1-1', ['f', b]]]],
+      ]);
+      expect(failed.filter((_, i) => i % 2 === 0)).toEqual([elsewhere, noGroup]);
+      expect(failed[1]).toMatch(/non local key|cluster/i);
+      expect(failed[3]).toMatch(/NOGROUP/);
+      // Read entries are pending to the consumer, as XREADGROUP leaves them; a second call finds none.
+      expect(Number(((await redis.xpending(a!, 'probe')) as unknown[])[0])).toBe(1);
+      expect((await redis.readOutboxes(1, a!, 'probe', 'c', '10', a!, b!))[0]).toEqual([]);
+    } finally {
+      await Promise.all([a!, b!, noGroup!, elsewhere].map((key) => redis.unlink(key)));
     }
   });
 });

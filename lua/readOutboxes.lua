@@ -1,0 +1,39 @@
+--[[
+readOutboxes: the history writer's read of many outbox streams of one Redis Cluster master, in one
+call (src/workers/history-writer.ts). A Cluster's outbox is one stream per user shard, in as many
+slots, and one XREADGROUP per stream and pass was 256 commands a pass, 2,560 a second at the writer's
+100 ms pace. Served as a Redis Function with the allow-cross-slot-keys flag (src/redis/scripts.ts), so
+a call reaches the streams of every slot its master serves.
+
+KEYS[1]  one of the streams (it routes the call to their master)
+ARGV[1] the history consumer group   ARGV[2] the consumer   ARGV[3] the most entries to take of each
+ARGV[4..] the streams
+
+Reply: {reads, failed}. reads: per stream that gave entries, {stream, entries} as XREADGROUP answers;
+failed: per stream this call could not read, its name then the error (a stream whose slot this master
+no longer serves, or one without the group): the writer reads those on their own.
+]]
+
+local function run(KEYS, ARGV)
+  local group, consumer, count = ARGV[1], ARGV[2], ARGV[3]
+  local reads, failed = {}, {}
+  for i = 4, #ARGV do
+    local key = ARGV[i]
+    local res = redis.pcall('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, '>')
+    if type(res) == 'table' and res.err then
+      failed[#failed + 1] = key
+      failed[#failed + 1] = res.err
+    elseif res then
+      reads[#reads + 1] = res[1]
+    end
+  end
+  return { reads, failed }
+end
+
+local function served(KEYS, ARGV)
+  return run(KEYS, ARGV)
+end
+
+-- Served as a Redis Function (src/redis/scripts.ts replaces this line with the registration of
+-- `served`); as a plain script (EVAL) it runs here.
+return run(KEYS, ARGV)
