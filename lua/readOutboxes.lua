@@ -7,7 +7,8 @@ a call reaches the streams of every slot its master serves.
 
 KEYS[1]  one of the streams (it routes the call to their master)
 ARGV[1] the history consumer group   ARGV[2] the consumer   ARGV[3] the most entries to take of each
-ARGV[4..] the streams
+ARGV[4] the XREADGROUP id: '>' (new entries) or '0' (the consumer's own pending ones)
+ARGV[5..] the streams
 
 Reply: {reads, failed}. reads: per stream that gave entries, {stream, entries} as XREADGROUP answers;
 failed: per stream this call could not read, its name then the error (a stream whose slot this master
@@ -15,15 +16,16 @@ no longer serves, or one without the group): the writer reads those on their own
 ]]
 
 local function run(KEYS, ARGV)
-  local group, consumer, count = ARGV[1], ARGV[2], ARGV[3]
+  local group, consumer, count, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
   local reads, failed = {}, {}
-  for i = 4, #ARGV do
+  for i = 5, #ARGV do
     local key = ARGV[i]
-    local res = redis.pcall('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, '>')
+    local res = redis.pcall('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', key, id)
     if type(res) == 'table' and res.err then
       failed[#failed + 1] = key
       failed[#failed + 1] = res.err
-    elseif res then
+    elseif res and #res[1][2] > 0 then
+      -- (a read of pending entries answers a stream with none with an empty list)
       reads[#reads + 1] = res[1]
     end
   end

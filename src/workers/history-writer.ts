@@ -365,6 +365,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   private outboxes: {
     thinReads: string[][];
     fullReads: string[][];
+    ownReads: string[][];
     claimGroups: string[][];
   } | null = null;
   /**
@@ -406,11 +407,23 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         for (let i = 0; i < streams.length; i += size) groups.push(streams.slice(i, i + size));
         return groups;
       };
-      const readsOf = (count: number) => groupsOf(count).map((part) => [...part, ...part.map(() => '>')]);
-      this.outboxes = { thinReads: readsOf(thin), fullReads: readsOf(full), claimGroups: groupsOf(full) };
+      const readsOf = (count: number, id: string) =>
+        groupsOf(count).map((part) => [...part, ...part.map(() => id)]);
+      this.outboxes = {
+        thinReads: readsOf(thin, '>'),
+        fullReads: readsOf(full, '>'),
+        ownReads: readsOf(full, '0'),
+        claimGroups: groupsOf(full),
+      };
     }
-    const { thinReads, fullReads, claimGroups } = this.outboxes;
-    const claim = Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
+    const { thinReads, fullReads, ownReads, claimGroups } = this.outboxes;
+    // After a pass that failed, what it read is pending to this writer: read again first (ownPending),
+    // for half the claim idle time at most: a writer whose Postgres stays away for longer lets them go
+    // idle, for any writer's claim sweep.
+    const own = this.ownPending && Date.now() - this.ownSince < claimIdle / 2;
+    if (!this.ownPending) this.ownSince = Date.now();
+    this.ownPending = true;
+    const claim = !own && Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) {
       this.lastClaim = Date.now();
       await this.findLegacy();
@@ -430,6 +443,11 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       }
       for (const e of list) {
         if (!e) continue;
+        // An entry deleted while pending (a re-read of this writer's own: ID 0) comes without fields.
+        if (!e[1]) {
+          empty.push([stream, e[0]]);
+          continue;
+        }
         let record: OutboxEntry['record'] | null;
         try {
           record = parseRecord(e[1]);
@@ -463,10 +481,10 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     // in different slots, one call per master and group of streams (readCluster).
     const replies: StreamReply[] = [];
     const cluster = isCluster(this.deps.redis);
-    const count = cluster || this.draining ? full : thin;
-    if (cluster) replies.push(...(await this.readCluster(this.deps.redis, count, maxRead)));
+    const count = cluster || this.draining || own ? full : thin;
+    if (cluster) replies.push(...(await this.readCluster(this.deps.redis, count, maxRead, own ? '0' : '>')));
     else
-      for (const args of this.draining ? fullReads : thinReads)
+      for (const args of own ? ownReads : this.draining ? fullReads : thinReads)
         replies.push(await this.readGroup(args, count));
     // A stream that gave all it was asked for may hold more: the next pass reads in groups.
     let more = false;
@@ -476,8 +494,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         take(key, list);
       }
     }
-    this.draining = more;
-    this.behind = more && count === full;
+    // After a re-read of its own entries the writer goes on at once, reading what came meanwhile.
+    this.draining = more || own;
+    this.behind = (more && count === full) || own;
     if (this.legacy.length) await this.readLegacy(take, claim ? claimIdle : null, full);
     if (empty.length) {
       this.deps.logger.warn(
@@ -488,13 +507,16 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     }
     if (unreadable.length) await this.setAside(unreadable);
     const collected = [...byStream.values()].flat();
-    if (!collected.length) return 0;
-    const writeStart = performance.now();
-    await writeBatch(this.deps, collected, this.opts.hooks);
-    // Then the cross-user indexes the records imply, acknowledged and deleted with them (globals.ts).
-    await ackWithGlobals(this.deps, collected, HISTORY_GROUP);
-    observeHistoryPass(this.deps, collected, performance.now() - writeStart);
-    this.written += collected.length;
+    if (collected.length) {
+      const writeStart = performance.now();
+      await writeBatch(this.deps, collected, this.opts.hooks);
+      // Then the cross-user indexes the records imply, acknowledged and deleted with them (globals.ts).
+      await ackWithGlobals(this.deps, collected, HISTORY_GROUP);
+      observeHistoryPass(this.deps, collected, performance.now() - writeStart);
+      this.written += collected.length;
+    }
+    // Acknowledged: a re-read that filled a read may have left more of this writer's own.
+    this.ownPending = own && more;
     return collected.length;
   }
 
@@ -547,16 +569,33 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     await this.ackAndDelete(entries.map((e) => [e.stream, e.id]));
   }
 
+  /**
+   * Whether entries a pass read may still be pending to this writer: set while a pass runs, and kept
+   * when it fails (Postgres or Redis away) before acknowledging what it read. The next pass then reads
+   * this writer's own pending entries again (XREADGROUP ID 0, oldest first) instead of new ones, so
+   * they are written first and as soon as the failure ends, not after a claim sweep finds them idle
+   * (HISTORY_CLAIM_IDLE_MS) while newer records are written before them.
+   */
+  private ownPending = false;
+  /** When ownPending was last set after a pass that acknowledged everything it read. */
+  private ownSince = 0;
+
   /** The slot of each outbox stream (Keys.outboxes), on a Cluster. */
   private streamSlots: number[] | null = null;
 
   /**
-   * On a Cluster, `count` new entries of each outbox stream: one lua/readOutboxes.lua call per master
+   * On a Cluster, `count` entries of each outbox stream (new ones, or with `id` 0 this writer's own
+   * pending ones): one lua/readOutboxes.lua call per master
    * and group of its streams (at most maxRead entries a call) instead of one XREADGROUP per stream (256
    * commands a pass). A stream the call could not read (its slot moved meanwhile, or it lost its group)
    * and one whose master the client does not know are read on their own, routed by their key.
    */
-  private async readCluster(redis: RedisClient, count: number, maxRead: number): Promise<StreamReply[]> {
+  private async readCluster(
+    redis: RedisClient,
+    count: number,
+    maxRead: number,
+    id: '>' | '0',
+  ): Promise<StreamReply[]> {
     const streams = this.deps.keys.outboxes;
     this.streamSlots ??= streams.map((key) => calculateSlot(key));
     const slots = this.streamSlots;
@@ -576,7 +615,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
         const part = list.slice(i, i + size);
         calls.push(
           redis
-            .readOutboxes(1, part[0]!, HISTORY_GROUP, this.consumer, String(count), ...part)
+            .readOutboxes(1, part[0]!, HISTORY_GROUP, this.consumer, String(count), id, ...part)
             .then(([reads, failed]) => {
               for (let k = 0; k < failed.length; k += 2) alone.push(failed[k]!);
               return reads;
@@ -585,7 +624,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       }
     const replies = await Promise.all(calls);
     if (alone.length)
-      replies.push(...(await Promise.all(alone.map((key) => this.readGroup([key, '>'], count)))));
+      replies.push(...(await Promise.all(alone.map((key) => this.readGroup([key, id], count)))));
     return replies;
   }
 

@@ -90,8 +90,8 @@ function spyReads() {
   };
   client.readOutboxes = async function (this: unknown, ...args: unknown[]) {
     const reply = (await readOutboxes.apply(this, args)) as [Array<[string, unknown[]]>, string[]];
-    // numKeys, the routing key, group, consumer, count, then the streams.
-    calls.push({ how: 'readOutboxes', streams: args.length - 5, entries: entriesOf(reply[0]) });
+    // numKeys, the routing key, group, consumer, count, id, then the streams.
+    calls.push({ how: 'readOutboxes', streams: args.length - 6, entries: entriesOf(reply[0]) });
     return reply;
   };
   return {
@@ -244,6 +244,35 @@ describe('history writer', () => {
     const [row] = await t.deps.db.select({ n: count() }).from(events).where(eq(events.userId, 'pgdown-1'));
     expect(row!.n).toBe(1);
     expect(await good.lag()).toBe(0);
+  });
+
+  it('writes what a failed pass read at its next pass, before anything newer, without waiting for a claim', async () => {
+    while ((await new HistoryWriter(t.deps, { consumer: 'w-pre-own' }).drainOnce()) > 0) {}
+    await send('own-1', 1);
+    const dead = createDb('postgres://postgres@127.0.0.1:1/nowhere', 1);
+    const deps = { ...t.deps, db: dead.db, sql: dead.sql };
+    // No claim sweep would take its entries back for an hour.
+    const writer = new HistoryWriter(deps, { consumer: 'w-own', claimIdleMs: 3_600_000 });
+    await expect(writer.drainOnce()).rejects.toThrow();
+    await dead.sql.end({ timeout: 1 });
+    await send('own-1', 2);
+    // Postgres is back: the next pass writes the entry the failed one read, and only it ...
+    Object.assign(deps, { db: t.deps.db, sql: t.deps.sql });
+    const values = async () =>
+      (
+        await t.deps.db
+          .select({ v: events.valueMicros })
+          .from(events)
+          .where(eq(events.userId, 'own-1'))
+          .orderBy(events.seq)
+      ).map((r) => Number(r.v));
+    expect(await writer.drainOnce()).toBe(1);
+    expect(await values()).toEqual([1_000_000]);
+    // ... and the one after it the newer record.
+    expect(await writer.drainOnce()).toBe(1);
+    expect(await values()).toEqual([1_000_000, 2_000_000]);
+    expect(await writer.lag()).toBe(0);
+    expect(await writer.drainOnce()).toBe(0);
   });
 
   it('reads the integers the user script writes as digits (outbox and reply) as numbers', async () => {
@@ -505,6 +534,7 @@ describe("history writer, a Cluster master's streams in one call (lua/readOutbox
         'probe',
         'c',
         '10',
+        '>',
         a!,
         elsewhere,
         b!,
@@ -517,9 +547,12 @@ describe("history writer, a Cluster master's streams in one call (lua/readOutbox
       expect(failed.filter((_, i) => i % 2 === 0)).toEqual([elsewhere, noGroup]);
       expect(failed[1]).toMatch(/non local key|cluster/i);
       expect(failed[3]).toMatch(/NOGROUP/);
-      // Read entries are pending to the consumer, as XREADGROUP leaves them; a second call finds none.
+      // Read entries are pending to the consumer, as XREADGROUP leaves them; a second call finds none
+      // new, and a read of the consumer's own (ID 0) finds them again.
       expect(Number(((await redis.xpending(a!, 'probe')) as unknown[])[0])).toBe(1);
-      expect((await redis.readOutboxes(1, a!, 'probe', 'c', '10', a!, b!))[0]).toEqual([]);
+      expect((await redis.readOutboxes(1, a!, 'probe', 'c', '10', '>', a!, b!))[0]).toEqual([]);
+      expect((await redis.readOutboxes(1, a!, 'probe', 'c', '10', '0', a!, b!))[0]).toEqual(reads);
+      expect((await redis.readOutboxes(1, a!, 'probe', 'other', '10', '0', a!, b!))[0]).toEqual([]);
     } finally {
       await Promise.all([a!, b!, noGroup!, elsewhere].map((key) => redis.unlink(key)));
     }
