@@ -417,11 +417,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
       };
     }
     const { thinReads, fullReads, ownReads, claimGroups } = this.outboxes;
-    // After a pass that failed, what it read is pending to this writer: read again first (ownPending),
-    // for half the claim idle time at most: a writer whose Postgres stays away for longer lets them go
-    // idle, for any writer's claim sweep.
-    const own = this.ownPending && Date.now() - this.ownSince < claimIdle / 2;
-    if (!this.ownPending) this.ownSince = Date.now();
+    // After a pass that failed, what it read is pending to this writer: read again first (ownPending).
+    // A claim idle time of 0 (tests) claims everything pending at every pass, its own included.
+    const own = this.ownPending && claimIdle > 0;
     this.ownPending = true;
     const claim = !own && Date.now() - this.lastClaim >= Math.min(claimIdle, 5000);
     if (claim) {
@@ -574,11 +572,11 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    * when it fails (Postgres or Redis away) before acknowledging what it read. The next pass then reads
    * this writer's own pending entries again (XREADGROUP ID 0, oldest first) instead of new ones, so
    * they are written first and as soon as the failure ends, not after a claim sweep finds them idle
-   * (HISTORY_CLAIM_IDLE_MS) while newer records are written before them.
+   * (HISTORY_CLAIM_IDLE_MS) while newer records are written before them. A failing writer so holds one
+   * pass's records (each re-read keeps them from going idle) and reads no new ones: other writers
+   * take those; a writer that dies leaves its records to their claims.
    */
   private ownPending = false;
-  /** When ownPending was last set after a pass that acknowledged everything it read. */
-  private ownSince = 0;
 
   /** The slot of each outbox stream (Keys.outboxes), on a Cluster. */
   private streamSlots: number[] | null = null;
