@@ -583,10 +583,10 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
 
   /**
    * On a Cluster, `count` entries of each outbox stream (new ones, or with `id` 0 this writer's own
-   * pending ones): one lua/readOutboxes.lua call per master
-   * and group of its streams (at most maxRead entries a call) instead of one XREADGROUP per stream (256
-   * commands a pass). A stream the call could not read (its slot moved meanwhile, or it lost its group)
-   * and one whose master the client does not know are read on their own, routed by their key.
+   * pending ones): one lua/readOutboxes.lua call per master and group of its streams (at most maxRead
+   * entries a call) instead of one XREADGROUP per stream (256 commands a pass). A stream the call could
+   * not read (its slot moved meanwhile, or it lost its group) and one whose master the client does not
+   * know are read on their own, routed by their key.
    */
   private async readCluster(
     redis: RedisClient,
