@@ -8,38 +8,58 @@
 -- K[5] longest streaks (zset)  K[6] when each user's longest length was first reached (hash
 --      "<userId>|<length>" -> ms; one field per user, for the user's current longest length only:
 --      the longest ranking's ties read it, src/services/streak-reads.ts)
--- K[7] userId -> the seq of the newest record applied to the user's points totals and active streak
---      (hash, one field per user)
+-- K[7] the seq of the newest record applied to each user's current streak (field "<userId>") and to
+--      each of the user's points totals (field "<userId>|<systemId>") (hash, a field per user and index,
+--      from the user's second op on)
 --
 -- One record: A[1] userId   A[2] the op's seq (the user's, lib/profile.lua)   A[3] nowMs
 -- A[4] created ('1' | '0')   A[5] streak: '' (unchanged) | 'set' | 'del'   A[6] streak length
 -- A[7] active meta   A[8] extended ('1' | '0')
 -- A[9] n = completed achievement count, A[10 .. 9+n] their ids
--- and its totals T: a list of {points totals zset key, the user's new total or '' for 0 when absent
--- (a created user)}.
+-- and its totals T: a list of {points totals zset key (its last part the system id), the user's new
+-- total or '' for 0 when absent (a created user)}.
 
 -- Applies records {A, T} with one variadic command per index instead of one command per record and
--- index. Counts (users, completions) add up, the longest streak keeps the highest length; a points
--- total and the active streak are the values after the record's op, so only a record newer (by seq)
--- than any applied before for its user sets them: one user's records can come in any order (several
--- writers read one stream at once; a claim takes entries left pending behind newer ones already
--- written), and an older one must not undo a newer one.
+-- index. One user's records can come in any order (several writers read one stream at once; a claim
+-- takes entries left pending behind newer ones already written): counts (users, completions) add up and
+-- the longest streak keeps the highest length whatever the order; a points total and the current
+-- streak, the values after a record's op, are set only by a record newer (by seq) than the last that set
+-- them for the user (K[7]), so an older record does not undo a newer one, and a record applied again
+-- (a Cluster writer that died before acknowledging it) does not change them.
 local function updateGlobalsMany(K, records)
-  local users, userOrder = {}, {}
-  for _k = 1, #records do
-    local userId = records[_k].A[1]
-    if not users[userId] then
-      users[userId] = true
-      userOrder[#userOrder + 1] = userId
+  -- The K[7] fields the chunk's records may set, read once.
+  local fields, fieldOrder, sysOf = {}, {}, {}
+  local function need(f)
+    if not fields[f] then
+      fields[f] = true
+      fieldOrder[#fieldOrder + 1] = f
     end
   end
-  if #userOrder == 0 then return end
-  local applied = redis.call('HMGET', K[7], unpack(userOrder))
+  for _k = 1, #records do
+    local rec = records[_k]
+    local A = rec.A
+    if A[5] == 'set' or A[5] == 'del' then need(A[1]) end
+    for _j = 1, #rec.T do
+      local t = rec.T[_j]
+      if t[2] ~= '' then
+        local sys = sysOf[t[1]]
+        if not sys then
+          sys = '|' .. string.match(t[1], '[^:]+$')
+          sysOf[t[1]] = sys
+        end
+        t[3] = A[1] .. sys
+        need(t[3])
+      end
+    end
+  end
   local last, before = {}, {}
-  for i = 1, #userOrder do
-    local s = tonumber(applied[i]) or -1
-    last[userOrder[i]] = s
-    before[userOrder[i]] = s
+  if #fieldOrder > 0 then
+    local applied = redis.call('HMGET', K[7], unpack(fieldOrder))
+    for i = 1, #fieldOrder do
+      local seq = tonumber(applied[i]) or -1
+      last[fieldOrder[i]] = seq
+      before[fieldOrder[i]] = seq
+    end
   end
   local created = 0
   local completions, achOrder = {}, {}
@@ -52,8 +72,6 @@ local function updateGlobalsMany(K, records)
     local rec = records[_k]
     local A = rec.A
     local userId, seq, now = A[1], tonumber(A[2]), A[3]
-    local newer = seq > last[userId]
-    if newer then last[userId] = seq end
     if A[4] == '1' then created = created + 1 end
     local n = tonumber(A[9])
     for i = 1, n do
@@ -64,23 +82,25 @@ local function updateGlobalsMany(K, records)
       end
       completions[id] = completions[id] + 1
     end
-    for _k = 1, #rec.T do
-      local t = rec.T[_k]
-      local key, total = t[1], t[2]
-      -- An older record's total is skipped; its '' (0 when absent: ZADD NX) is harmless in any order.
-      if newer or total == '' then
+    for _j = 1, #rec.T do
+      local t = rec.T[_j]
+      local key, total, f = t[1], t[2], t[3]
+      -- '' (0 when absent: ZADD NX) never replaces a total; a total only when newer than the last.
+      local newer = total == '' or seq > last[f]
+      if newer then
+        if f then last[f] = seq end
         local byUser = totals[key]
         if not byUser then
-          byUser = { order = {} }
+          byUser = { order = {}, value = {} }
           totals[key] = byUser
           totalKeys[#totalKeys + 1] = key
         end
-        if byUser[userId] == nil then byUser.order[#byUser.order + 1] = userId end
-        -- A total replaces whatever came before; '' (0 when absent) never replaces a total.
-        if total ~= '' or byUser[userId] == nil then byUser[userId] = total end
+        if byUser.value[userId] == nil then byUser.order[#byUser.order + 1] = userId end
+        if total ~= '' or byUser.value[userId] == nil then byUser.value[userId] = total end
       end
     end
-    if newer and (A[5] == 'set' or A[5] == 'del') then
+    if (A[5] == 'set' or A[5] == 'del') and seq > last[userId] then
+      last[userId] = seq
       if active[userId] == nil then activeOrder[#activeOrder + 1] = userId end
       active[userId] = A[5] == 'set' and { A[6], A[7] } or false
     end
@@ -91,12 +111,14 @@ local function updateGlobalsMany(K, records)
       lengths[#lengths + 1] = { userId, len, A[8] == '1', now }
     end
   end
+  -- A user's first op (seq 1) leaves no field: no record of the user is older (an absent field reads as
+  -- older than any), which spares users with one op the memory.
   local seqs = {}
-  for _k = 1, #userOrder do
-    local userId = userOrder[_k]
-    if last[userId] > before[userId] then
-      seqs[#seqs + 1] = userId
-      seqs[#seqs + 1] = string.format('%d', last[userId])
+  for _k = 1, #fieldOrder do
+    local f = fieldOrder[_k]
+    if last[f] > before[f] and last[f] > 1 then
+      seqs[#seqs + 1] = f
+      seqs[#seqs + 1] = string.format('%d', last[f])
     end
   end
   if #seqs > 0 then redis.call('HSET', K[7], unpack(seqs)) end
@@ -109,7 +131,7 @@ local function updateGlobalsMany(K, records)
     local set, absent = {}, {}
     for _k = 1, #byUser.order do
       local userId = byUser.order[_k]
-      local total = byUser[userId]
+      local total = byUser.value[userId]
       if total == '' then
         absent[#absent + 1] = '0'
         absent[#absent + 1] = userId

@@ -118,11 +118,17 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
       { column: 'indexes', type: 'jsonb', value: (r) => r.indexes },
     ],
     rows,
-    // A batch older than what is stored (a claimed straggler) adds nothing.
-    sql`on conflict (user_id) do update set seq = excluded.seq,
-      streak = user_states.streak || excluded.streak, counters = user_states.counters || excluded.counters,
-      indexes = user_states.indexes || excluded.indexes, updated = now()
-      where excluded.seq > user_states.seq`,
+    // Each part holds the fields as the pass's last op left them. A pass older than what is stored (a
+    // claimed straggler, or one of another writer) adds the fields it changed that a newer one did not
+    // change: the stored fields win over its own.
+    sql`on conflict (user_id) do update set seq = greatest(user_states.seq, excluded.seq),
+      streak = case when excluded.seq > user_states.seq then user_states.streak || excluded.streak
+        else excluded.streak || user_states.streak end,
+      counters = case when excluded.seq > user_states.seq then user_states.counters || excluded.counters
+        else excluded.counters || user_states.counters end,
+      indexes = case when excluded.seq > user_states.seq then user_states.indexes || excluded.indexes
+        else excluded.indexes || user_states.indexes end,
+      updated = now()`,
   );
   const boardUpdates = bulkPart(
     'leaderboard_updates',

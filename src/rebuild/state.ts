@@ -401,7 +401,10 @@ export interface GlobalState {
   streakActiveMeta: Record<string, string>;
   streakLongest: Record<string, number>;
   streakLongestAt: Record<string, string>;
-  /** userId → the user's seq: every record up to it is in the indexes above (lib/globals.lua K[7]). */
+  /**
+   * The seq of the newest record in each user's current streak ("<userId>") and points totals
+   * ("<userId>|<systemId>"): the user's seq (lib/globals.lua K[7]).
+   */
   appliedSeq: Record<string, string>;
 }
 
@@ -430,6 +433,8 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     appliedSeq: {},
   };
   for (const s of states) {
+    // As lib/globals.lua: from a user's second op on (no record is older than the first).
+    const guarded = Number(s.profile.seq ?? 0) > 1;
     // Every user counts in the histogram of every system that existed when they were created.
     for (const sys of ctx.systems) {
       const existed =
@@ -438,6 +443,7 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
       if (total === undefined && !existed) continue;
       g.pointsTotals[sys.id] ??= {};
       g.pointsTotals[sys.id]![s.userId] = Number(total ?? 0);
+      if (total !== undefined && guarded) g.appliedSeq[`${s.userId}|${sys.id}`] = s.profile.seq!;
     }
     if (s.activeIndex) {
       const [len, at, exp] = s.activeIndex.split('|');
@@ -449,7 +455,7 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
     // Only the longest length's first time is kept (lib/globals.lua: one field per user).
     const at = s.longestAt[`${s.userId}|${longest}`];
     if (longest > 0 && at !== undefined) g.streakLongestAt[`${s.userId}|${longest}`] = String(at);
-    if (s.profile.seq !== undefined) g.appliedSeq[s.userId] = s.profile.seq;
+    if (guarded) g.appliedSeq[s.userId] = s.profile.seq!;
   }
   return g;
 }

@@ -1,4 +1,6 @@
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { userStates } from '../../src/db/schema';
 import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
 import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -197,6 +199,26 @@ describe('cross-user indexes of a user op', () => {
     // ... and the stalled record is claimed and written last: it must not undo the newer one.
     expect(await t.settle()).toBe(1);
     expect(await indexesOf('gf-d')).toMatchObject({ xp: '20', active: '2', longest: '2' });
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+
+  it('keep what an older record changed when it is written after a newer one that did not change it', async () => {
+    t.clock.advance(24 * 3600_000);
+    await send('gf-e');
+    const stream = t.deps.keys.outbox(t.deps.keys.user('gf-e').shard);
+    // The day's first event (its streak starts) stalls with a writer; the second (no streak change)
+    // is written first.
+    await t.deps.redis.xreadgroup('GROUP', HISTORY_GROUP, 'stalled-e', 'COUNT', 10, 'STREAMS', stream, '>');
+    t.clock.advance(60_000);
+    await send('gf-e');
+    const live = new HistoryWriter(t.deps, { consumer: 'live-e', claimIdleMs: 3_600_000 });
+    expect(await live.drainOnce()).toBe(1);
+    expect(await indexesOf('gf-e')).toMatchObject({ xp: '20', active: null });
+    expect(await t.settle()).toBe(1);
+    // The older record's streak is in the ranking (no newer record changed it), its total is not.
+    expect(await indexesOf('gf-e')).toMatchObject({ xp: '20', active: '1', longest: '1' });
+    const [state] = await t.deps.db.select().from(userStates).where(eq(userStates.userId, 'gf-e'));
+    expect(state!.indexes).toMatchObject({ active: expect.stringMatching(/^1\|/) });
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 });
