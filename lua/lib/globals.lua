@@ -9,8 +9,8 @@
 --      "<userId>|<length>" -> ms; one field per user, for the user's current longest length only:
 --      the longest ranking's ties read it, src/services/streak-reads.ts)
 -- K[7] the seq of the newest record applied to each user's current streak (field "<userId>") and to
---      each of the user's points totals (field "<userId>|<systemId>") (hash, a field per user and index,
---      from the user's second op on)
+--      each of the user's points totals (field "<userId>\0<systemId>": NUL is never in a user id) (hash,
+--      a field per user and index, from the user's second op on)
 --
 -- One record: A[1] userId   A[2] the op's seq (the user's, lib/profile.lua)   A[3] nowMs
 -- A[4] created ('1' | '0')   A[5] streak: '' (unchanged) | 'set' | 'del'   A[6] streak length
@@ -44,7 +44,7 @@ local function updateGlobalsMany(K, records)
       if t[2] ~= '' then
         local sys = sysOf[t[1]]
         if not sys then
-          sys = '|' .. string.match(t[1], '[^:]+$')
+          sys = '\0' .. string.match(t[1], '[^:]+$')
           sysOf[t[1]] = sys
         end
         t[3] = A[1] .. sys

@@ -403,7 +403,7 @@ export interface GlobalState {
   streakLongestAt: Record<string, string>;
   /**
    * The seq of the newest record in each user's current streak ("<userId>") and points totals
-   * ("<userId>|<systemId>"): the user's seq (lib/globals.lua K[7]).
+   * ("<userId>\0<systemId>"): the user's seq (lib/globals.lua K[7]).
    */
   appliedSeq: Record<string, string>;
 }
@@ -443,7 +443,7 @@ export function globalEntries(ctx: RebuildContext, states: UserState[], into?: G
       if (total === undefined && !existed) continue;
       g.pointsTotals[sys.id] ??= {};
       g.pointsTotals[sys.id]![s.userId] = Number(total ?? 0);
-      if (total !== undefined && guarded) g.appliedSeq[`${s.userId}|${sys.id}`] = s.profile.seq!;
+      if (total !== undefined && guarded) g.appliedSeq[`${s.userId}\u0000${sys.id}`] = s.profile.seq!;
     }
     if (s.activeIndex) {
       const [len, at, exp] = s.activeIndex.split('|');

@@ -26,7 +26,7 @@ local function referenceUpdate(K, A, T)
   for _, t in ipairs(T) do
     if t[2] == '' then
       redis.call('ZADD', t[1], 'NX', 0, userId)
-    elseif newerThan(K, userId .. '|' .. string.match(t[1], '[^:]+$'), seq) then
+    elseif newerThan(K, userId .. '\\0' .. string.match(t[1], '[^:]+$'), seq) then
       redis.call('ZADD', t[1], t[2], userId)
     end
   end

@@ -199,6 +199,15 @@ describe('cross-user indexes of a user op', () => {
     // ... and the stalled record is claimed and written last: it must not undo the newer one.
     expect(await t.settle()).toBe(1);
     expect(await indexesOf('gf-d')).toMatchObject({ xp: '20', active: '2', longest: '2' });
+    // The guard: the newest seq applied to the user's streak and to each total (NUL-separated: never in
+    // a user id); a user with one op (gf-b) has none.
+    const applied = t.deps.keys.global.appliedSeq;
+    expect(await t.deps.redis.hmget(applied, 'gf-d', `gf-d\u0000${xp.id}`, `gf-d\u0000${quiet.id}`)).toEqual([
+      '2',
+      '2',
+      null,
+    ]);
+    expect(await t.deps.redis.hget(applied, 'gf-b')).toBeNull();
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 

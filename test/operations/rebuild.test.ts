@@ -97,13 +97,13 @@ describe('rebuild and verify-state', () => {
     expect(summary.users).toBe(8);
     expect(summary.boardUpdates).toBeGreaterThan(0);
     // The writer's ordering guard is rebuilt with each user's seq: no lower than it was, for every
-    // field it had (a user's streak, "<user>", and points totals, "<user>|<system>").
+    // field it had (a user's streak, "<user>", and points totals, "<user>\0<system>").
     const appliedAfter = await t.deps.redis.hgetall(appliedKey);
     expect(Object.keys(appliedBefore).length).toBeGreaterThan(0);
     for (const [field, seq] of Object.entries(appliedBefore))
       expect(Number(appliedAfter[field])).toBeGreaterThanOrEqual(Number(seq));
     for (const [field, seq] of Object.entries(appliedAfter))
-      expect(seq).toBe(await t.deps.redis.hget(t.deps.keys.user(field.split('|')[0]!).hash, 'seq'));
+      expect(seq).toBe(await t.deps.redis.hget(t.deps.keys.user(field.split('\u0000')[0]!).hash, 'seq'));
     const after = await snapshotKeys(t);
     expect(Object.keys(after).sort()).toEqual(Object.keys(before).sort());
     for (const key of Object.keys(before))
