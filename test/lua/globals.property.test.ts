@@ -108,26 +108,35 @@ async function contents(keys: string[]): Promise<Record<string, unknown>> {
   return out;
 }
 
+/** The keys of one run's indexes (K[1..7], then two points totals zsets, of systems pts0 and pts1). */
+const keysOf = (side: string, n: number) =>
+  ['count', 'done', 'active', 'meta', 'longest', 'at', 'seq', 'pts0', 'pts1'].map(
+    (k) => `${h.prefix}${side}${n}:${k}`,
+  );
+
+/** INPUT of the Lua below: each record's A and its totals as [KEYS index, total]. */
+const inputOf = (recs: Rec[]) =>
+  recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [8 + j, total]) }));
+
+/** Lua building `records` ({A, T} each, as lib/globals.lua takes them) from INPUT. */
+const RECORDS = `
+  local records = {}
+  for _, rec in ipairs(INPUT) do
+    local T = {}
+    for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
+    records[#records + 1] = { A = rec.a, T = T }
+  end`;
+
 describe('lib/globals.lua updateGlobalsMany', () => {
   it('leaves the indexes the records would leave one at a time', async () => {
     let n = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(recArb, { minLength: 1, maxLength: 12 }), async (recs) => {
         n++;
-        const keysOf = (side: string) =>
-          ['count', 'done', 'active', 'meta', 'longest', 'at', 'seq', 'pts0', 'pts1'].map(
-            (k) => `${h.prefix}${side}${n}:${k}`,
-          );
-        const chunkKeys = keysOf('c');
-        const oneKeys = keysOf('o');
-        const input = recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [8 + j, total]) }));
-        const body = `
-          local records = {}
-          for _, rec in ipairs(INPUT) do
-            local T = {}
-            for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
-            records[#records + 1] = { A = rec.a, T = T }
-          end
+        const chunkKeys = keysOf('c', n);
+        const oneKeys = keysOf('o', n);
+        const input = inputOf(recs);
+        const body = `${RECORDS}
           if CHUNK then
             updateGlobalsMany(KEYS, records)
           else
@@ -168,27 +177,15 @@ describe('lib/globals.lua updateGlobalsMany', () => {
             .map((r, i) => ({ r, k: sortKeys[i]! }))
             .sort((a, b) => a.k - b.k)
             .map((x) => x.r);
-          const keysOf = (side: string) =>
-            ['count', 'done', 'active', 'meta', 'longest', 'at', 'seq', 'pts0', 'pts1'].map(
-              (k) => `${h.prefix}${side}${n}:${k}`,
-            );
-          const inputOf = (list: Rec[]) =>
-            list.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [8 + j, total]) }));
-          const body = `
-            local records = {}
-            for _, rec in ipairs(INPUT) do
-              local T = {}
-              for _, t in ipairs(rec.t) do T[#T + 1] = { KEYS[t[1]], t[2] } end
-              records[#records + 1] = { A = rec.a, T = T }
-            end
+          const body = `${RECORDS}
             updateGlobalsMany(KEYS, records)
             return 1`;
           const run = async (list: Rec[], keys: string[], size: number) => {
             for (let i = 0; i < list.length; i += size)
               await h.run(['globals'], body, inputOf(list.slice(i, i + size)), keys);
           };
-          const inOrder = keysOf('i');
-          const outOfOrder = keysOf('s');
+          const inOrder = keysOf('i', n);
+          const outOfOrder = keysOf('s', n);
           await run(recs, inOrder, recs.length);
           await run(shuffled, outOfOrder, chunk);
           // When a length was first reached depends on which record of it came first: left out.
