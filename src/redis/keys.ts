@@ -200,7 +200,10 @@ export class Keys {
       /** Sorted set userId -> longest streak ever; hash userId -> when it was reached. */
       streakLongest: `${this.prefix}:{global}:streak:longest`,
       streakLongestAt: `${this.prefix}:{global}:streak:longest-at`,
-      /** Hash userId -> seq of the newest record applied to the user's points totals and active streak. */
+      /**
+       * Hash: the seq of the newest record applied to a user's current streak ("<userId>") and to each
+       * of the user's points totals ("<userId>\0<systemId>"), from the user's second op on (lib/globals.lua).
+       */
       appliedSeq: `${this.prefix}:{global}:applied-seq`,
     };
   }

@@ -6,7 +6,8 @@ import { type BulkPart, bulkInsertAll, bulkPart } from '../db/bulk';
 import { isUniqueViolation } from '../admin/common';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { isCluster, type RedisClient } from '../redis/client';
+import type { Cluster } from 'ioredis';
+import { isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds } from '../engine/periods';
 import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards';
@@ -478,9 +479,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     // COUNT applies per stream. On a single Redis the reads above; on Cluster, where the streams live
     // in different slots, one call per master and group of streams (readCluster).
     const replies: StreamReply[] = [];
-    const cluster = isCluster(this.deps.redis);
-    const count = cluster || this.draining || own ? full : thin;
-    if (cluster) replies.push(...(await this.readCluster(this.deps.redis, count, maxRead, own ? '0' : '>')));
+    const redis = this.deps.redis;
+    const count = isCluster(redis) || this.draining || own ? full : thin;
+    if (isCluster(redis)) replies.push(...(await this.readCluster(redis, count, maxRead, own ? '0' : '>')));
     else
       for (const args of own ? ownReads : this.draining ? fullReads : thinReads)
         replies.push(await this.readGroup(args, count));
@@ -589,7 +590,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    * know are read on their own, routed by their key.
    */
   private async readCluster(
-    redis: RedisClient,
+    redis: Cluster,
     count: number,
     maxRead: number,
     id: '>' | '0',
@@ -597,7 +598,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const streams = this.deps.keys.outboxes;
     this.streamSlots ??= streams.map((key) => calculateSlot(key));
     const slots = this.streamSlots;
-    const owners = (redis as { slots?: string[][] }).slots ?? [];
+    const owners = redis.slots;
     const byNode = new Map<string, string[]>();
     const alone: string[] = [];
     streams.forEach((key, i) => {
