@@ -6,10 +6,27 @@ beforeEach(() => {
   vi.useFakeTimers();
 });
 afterEach(() => {
+  vi.restoreAllMocks(); // the timer spies first: they wrap the fake timers
   vi.useRealTimers();
 });
 const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A wait no other timer in the process uses, so the runner's waits can be told apart. */
+const LONG = 9_973;
+/**
+ * Counts the runner's waits of `LONG` ms left pending: set and never cleared. Not `vi.getTimerCount()`:
+ * test files share a process, and another file's clients (Redis, Postgres) may set timers of their own
+ * while this file's fake timers are installed.
+ */
+function watchLongWaits(): () => number {
+  const set = vi.spyOn(globalThis, 'setTimeout');
+  const clear = vi.spyOn(globalThis, 'clearTimeout');
+  return () => {
+    const cleared = new Set(clear.mock.calls.map((c) => c[0]));
+    return set.mock.calls.filter((c, i) => c[1] === LONG && !cleared.has(set.mock.results[i]!.value)).length;
+  };
+}
 
 /** A runner over a scripted pass: each call records when it started and runs the next step. */
 class Scripted extends Runner {
@@ -63,11 +80,12 @@ describe('worker runner', () => {
 
   it('stops gracefully: the pass in progress finishes, no other starts, the wait is not waited out', async () => {
     let finished = 0;
+    const pendingWaits = watchLongWaits();
     const { runner, starts } = scripted([
       async () => {
         await sleep(50);
         finished++;
-        return 10_000;
+        return LONG;
       },
     ]);
     runner.start();
@@ -81,17 +99,19 @@ describe('worker runner', () => {
     await stopping;
     expect(finished).toBe(1);
     expect(runner.running).toBe(false);
-    expect(vi.getTimerCount()).toBe(0); // no wait left behind
+    expect(pendingWaits()).toBe(0); // no wait left behind
     await advance(20_000);
     expect(starts).toEqual([0]);
   });
 
   it('stops during a wait at once', async () => {
-    const { runner, starts } = scripted([async () => 10_000]);
+    const pendingWaits = watchLongWaits();
+    const { runner, starts } = scripted([async () => LONG]);
     runner.start();
     await advance(20);
+    expect(pendingWaits()).toBe(1);
     await runner.stop();
-    expect(vi.getTimerCount()).toBe(0);
+    expect(pendingWaits()).toBe(0);
     expect(starts).toEqual([0]);
   });
 
