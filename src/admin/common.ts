@@ -30,9 +30,11 @@ export const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : 
 
 /** Parses one item; the first zod issue becomes the item's error message. */
 export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.output<S> {
+  // Without a context first, as parseWith (src/wire/parse.ts): a context costs every parse.
+  const ok = schema.safeParse(item);
+  if (ok.success) return ok.data;
   const r = schema.safeParse(item, { reportInput: true });
-  if (r.success) return r.data;
-  const i = r.error.issues[0]!;
+  const i = (r.success ? ok.error : r.error).issues[0]!;
   const where = i.path.length ? i.path.map(String).join('.') : 'item';
   const input = (i as { input?: unknown }).input;
   const message =

@@ -567,16 +567,20 @@ function trustedExtra(json: unknown): z.infer<typeof extraSchema> {
  * A record's levels per system before and after the op, with the objects configured at commit, from
  * its points and `wire` (the wire objects its field w names). Records without points keep theirs.
  */
+/** A level of the wire objects by its position in the system's list (1-based), or false for none. */
+const wireLevel = (wire: PlanWire, sys: string, ref: number | false | undefined) =>
+  (ref && wire[sys]?.lv[ref - 1]) || false;
+
 export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
   if (!r.points) return;
-  const level = (sys: string, ref: number | false | undefined) => (ref && wire[sys]?.lv[ref - 1]) || false;
+  // No closure per record: under tsx every named function made is named by a slow redefinition.
   const levels: NonNullable<OutboxRecord['levels']> = [];
   for (const p of r.points) {
     const w = wire[p.sys];
     levels.push({
       sys: p.sys,
-      b: level(p.sys, p.lb),
-      a: level(p.sys, p.la),
+      b: wireLevel(wire, p.sys, p.lb),
+      a: wireLevel(wire, p.sys, p.la),
       ...(w?.sb ? { sb: w.sb } : {}),
       ...(w?.t ? { t: w.t } : {}),
       ...(w?.bo ? { bo: w.bo } : {}),

@@ -41,6 +41,10 @@ export const listensToRankChanges = (snap: Snapshot) =>
       (e.eventTypes.includes('leaderboard.rank_changed') || e.eventTypes.includes('leaderboard.changed')),
   );
 
+/** A value of a board script's reply as the board ranks it (null when absent). */
+const replyValue = (board: LeaderboardRow, v: string | undefined) =>
+  v === undefined || v === null ? null : boardValue(board, v);
+
 /** A board move from the board script's reply (lua/lib/board.lua). */
 export function boardMove(
   snap: Snapshot,
@@ -49,7 +53,8 @@ export function boardMove(
   group: string,
   reply: { prevRank?: number; rank?: number; prevValue?: string; value?: string; threshold?: string },
 ): BoardMove {
-  const conv = (v: unknown) => (v === undefined || v === null ? null : boardValue(board, v as string));
+  // No closure here: runs under tsx name every function they create (esbuild's keepNames), which
+  // redefines its `name` property, a slow path taken for every call (see the commit).
   return {
     board,
     run,
@@ -57,9 +62,9 @@ export function boardMove(
     groupValues: decodeGroup(snap, board, group),
     prevRank: reply.prevRank ?? null,
     rank: reply.rank ?? null,
-    prevValue: conv(reply.prevValue),
-    value: conv(reply.value),
-    threshold: conv(reply.threshold) ?? 0,
+    prevValue: replyValue(board, reply.prevValue),
+    value: replyValue(board, reply.value),
+    threshold: replyValue(board, reply.threshold) ?? 0,
   };
 }
 
@@ -172,7 +177,7 @@ async function allRanked(
       return expires === 0 || expires > asOf;
     });
   }
-  return entries.map((e, i) => ({ ...e, rank: i + 1 }));
+  return entries.map((e, i) => ({ userId: e.userId, value: e.value, rank: i + 1 }));
 }
 
 /** An op whose board values unappliedBoardMoves checks (an outbox record's). */

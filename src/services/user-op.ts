@@ -15,6 +15,7 @@ import {
   replyList,
   type UserScriptContext,
   type UserScriptInput,
+  type WireLevel,
 } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from '../engine/boost-status';
@@ -395,6 +396,10 @@ function committed(deps: Deps, p: PreparedOp, stored: boolean): void {
   if (stored && p.op.user.name !== undefined) rememberUserName(deps, p.op.user.id, p.op.user.name);
 }
 
+/** A level of the plan by its position in the system's list (1-based), or false for none. */
+const levelAt = (levels: Map<string, WireLevel[]>, sys: string, ref: number | false | undefined) =>
+  (ref && levels.get(sys)?.[ref - 1]) || false;
+
 /** The result of a script reply, or the zone to retry with. */
 async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Promise<UserOpResult | 'retry'> {
   const { op, snap, now } = p;
@@ -409,7 +414,10 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     }
     throw scriptError(reply.err);
   }
-  const ctx = { tz, localDate: date, periodIdx, now };
+  // The result objects are written out property by property, never spread from a shared part: V8
+  // gives an object made by spreading one it cannot clone fast a map of its own, and every property
+  // added after that a new map too (about 13 maps and descriptor arrays an event, all garbage in the
+  // old generation: `node --log-maps`, see the commit).
   if (reply.kind === 'replay') {
     committed(deps, p, false);
     const { replay } = reply;
@@ -417,7 +425,10 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     const original =
       replay.replay || keyedEventId(p.op.user.id, p.plan.metricId!, p.idem!.k, Number(replay.at));
     return {
-      ...ctx,
+      tz,
+      localDate: date,
+      periodIdx,
+      now,
       replayOf: original,
       eventId: original,
       totalMicros: Number(replay.total),
@@ -436,16 +447,19 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
   committed(deps, p, true);
   // Levels come back as positions in the plan's lists: the objects are the plan's (as at commit).
   const levels = p.compiled.levels;
-  const level = (sys: string, ref: number | false | undefined) =>
-    (ref && levels.get(sys)?.[ref - 1]) || false;
   const result: UserOpResult = {
-    ...ctx,
+    tz,
+    localDate: date,
+    periodIdx,
+    now,
     eventId: r.id,
     totalMicros: Number(r.total ?? 0),
     created: r.created,
     seq: r.seq,
     completions: r.completions,
-    points: (r.points ?? []).map((x) => ({ ...x, lb: level(x.sys, x.lb), la: level(x.sys, x.la) })),
+    points: (r.points ?? []).map((x) =>
+      Object.assign({}, x, { lb: levelAt(levels, x.sys, x.lb), la: levelAt(levels, x.sys, x.la) }),
+    ),
     streak: r.streak,
     boards: r.boards,
     breakdown: r.battrs ?? {},
@@ -461,7 +475,18 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
   // Board moves on other slots (or with breakdowns), one script per board. The cross-user indexes
   // follow from the outbox (src/workers/globals.ts).
   const moves =
-    rest.length && deps.rankings !== false ? await applyBoardUpdates(deps, { ...result, boards: rest }) : [];
+    rest.length && deps.rankings !== false
+      ? await applyBoardUpdates(deps, {
+          boards: rest,
+          localDate: date,
+          breakdown: result.breakdown,
+          seq: result.seq,
+          now,
+          tz,
+          userId: result.userId,
+          streak: result.streak,
+        })
+      : [];
   result.boardMoves = made.size
     ? result.boards
         .map((b) => made.get(b.id) ?? moves.find((m) => m.board.id === b.id))
@@ -621,7 +646,20 @@ function sendGathered(ops: GatheredOp[]): void {
   const cluster = joined !== null;
   const pairs = ops.map((o): [PreparedOp, Attempt] => [o.p, o.a]);
   const { keys, list, order } = multiArgs(pairs);
-  const call = async () => {
+  // The replies come in the call's order (ops grouped by context).
+  const waiting = order.map((j): Waiting<string> => {
+    const op = ops[j]!;
+    if (!cluster) return op;
+    const w: Waiting<string> = { resolve: op.resolve, reject: op.reject };
+    // Set as a member, not in the literal: the function stays anonymous (no keepNames call).
+    w.reject = (err) =>
+      NOT_LOCAL.test(String((err as Error)?.message))
+        ? callOne(deps, op.p, op.a).then(op.resolve, op.reject)
+        : op.reject(err);
+    return w;
+  });
+  // An anonymous function: tsx names the named ones it creates (esbuild's keepNames) on every call.
+  (async () => {
     const ref = wireRef(deps, multiWire(pairs));
     const wire = typeof ref === 'string' ? ref : await ref;
     const plan = first.p.compiled.json;
@@ -641,20 +679,7 @@ function sendGathered(ops: GatheredOp[]): void {
           )
         : deps.redis.applyUserOp(keys.length, ...keys, '__multi_full', plan, wire, ...list),
     );
-  };
-  // The replies come in the call's order (ops grouped by context).
-  const waiting = order.map((j): Waiting<string> => {
-    const op = ops[j]!;
-    if (!cluster) return op;
-    return {
-      resolve: op.resolve,
-      reject: (err) =>
-        NOT_LOCAL.test(String((err as Error)?.message))
-          ? callOne(deps, op.p, op.a).then(op.resolve, op.reject)
-          : op.reject(err),
-    };
-  });
-  call().then(
+  })().then(
     (replies) => handOut(() => settleReplies('applyUserOp', waiting, replies)),
     (err) =>
       handOut(() => {

@@ -1,11 +1,12 @@
 import type { AchievementRow, Snapshot } from '../catalog/snapshot';
-import { attributeFilters, isoMs, memo } from './common';
+import { attributeFilters, extend, isoMs, memo } from './common';
 
 /** AchievementResponse (+ achievedAt when given). */
 export function achievementResponse(snap: Snapshot, a: AchievementRow, achievedAt?: number | null) {
   const base = memo(snap, `a:${a.id}`, () => achievementBase(snap, a));
   if (achievedAt === undefined) return base;
-  return { ...base, achievedAt: achievedAt === null ? null : isoMs(achievedAt) };
+  // Not a spread: see extend (./common).
+  return extend(base, { achievedAt: achievedAt === null ? null : isoMs(achievedAt) });
 }
 
 function achievementBase(snap: Snapshot, a: AchievementRow): Record<string, unknown> {

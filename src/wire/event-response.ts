@@ -3,6 +3,7 @@ import type { Deps } from '../deps';
 import { levelOf, levelResponse, systemBase } from '../engine/levels';
 import type { UserOpResult } from '../services/user-op';
 import { achievementResponse } from './achievements';
+import { extend } from './common';
 import { leaderboardBase } from './leaderboards';
 import { awardResponse } from './points';
 
@@ -18,12 +19,11 @@ export function pointsMap(snap: Snapshot, r: UserOpResult) {
     // The levels at commit, from the script (semantics §5.11: a new user had none before).
     const before = p.lb !== undefined ? p.lb || null : levelOf(sys, p.total - p.added);
     const after = p.la !== undefined ? p.la || null : levelOf(sys, p.total);
-    const entry: Record<string, unknown> = {
-      ...systemBase(sys),
+    const entry: Record<string, unknown> = extend(systemBase(sys), {
       total: p.total,
       added: p.added,
       awards: [...p.awards].reverse().map((a) => awardResponse(snap, sys, a, r.localDate)),
-    };
+    });
     if ((before?.id ?? null) !== (after?.id ?? null)) entry.level = after ? levelResponse(after) : null;
     else if (p.awards.length === 0) continue;
     out[sys.key] = entry;
@@ -50,14 +50,13 @@ export function leaderboardEntries(deps: Deps, r: UserOpResult): Record<string, 
   const out: Record<string, unknown> = {};
   for (const m of r.boardMoves ?? []) {
     if (m.prevRank === m.rank && m.prevValue === m.value) continue;
-    const entry: Record<string, unknown> = {
-      ...leaderboardBase(snap, m.board),
+    const entry: Record<string, unknown> = extend(leaderboardBase(snap, m.board), {
       start: m.run.start,
       end: m.run.end,
       threshold: m.threshold,
       previousRank: m.prevRank,
       rank: m.rank,
-    };
+    });
     if (m.board.breakdownAttributes.length) {
       entry.breakdownAttributeValue = m.groupValues[0]?.value ?? '';
       entry.breakdownAttributeValues = m.groupValues;

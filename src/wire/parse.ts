@@ -30,8 +30,12 @@ export function zodToAppError(error: z.ZodError): AppError {
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
-  // Issues carry their input only when asked: it tells a missing field from one of the wrong type.
-  const result = schema.safeParse(data, { reportInput: true });
-  if (!result.success) throw zodToAppError(result.error);
-  return result.data;
+  // Without a context first: zod spreads a given one into a new object on every parse ({ ...ctx,
+  // async }), and V8 gives each such object fresh hidden classes (see the commit). Only a failing
+  // parse runs again, with issues carrying their input: it tells a missing field from one of the wrong
+  // type.
+  const result = schema.safeParse(data);
+  if (result.success) return result.data;
+  const reported = schema.safeParse(data, { reportInput: true });
+  throw zodToAppError(reported.success ? result.error : reported.error);
 }

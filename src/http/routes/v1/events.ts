@@ -8,6 +8,7 @@ import { createRoute, ErrorBodySchema, mount, type RoutesApp } from '../../opena
 import { completedAchievements, leaderboardEntries, pointsMap } from '../../../wire/event-response';
 import { metricTotal } from '../../../wire/metrics';
 import { streakResponse } from '../../../wire/streaks';
+import { extend } from '../../../wire/common';
 import {
   checkAttributeKeys,
   checkTimeZone,
@@ -68,7 +69,7 @@ function recordEventHandler(deps: Deps) {
       metricId: metric.id,
       total: metricTotal(r.totalMicros),
       achievements: completedAchievements(snap, r),
-      currentStreak: { ...streak, extended: r.streak.extended === true },
+      currentStreak: extend(streak, { extended: r.streak.extended === true }),
       points: pointsMap(snap, r),
       leaderboards: leaderboardEntries(deps, r),
     };
