@@ -347,7 +347,8 @@ function attemptOf(deps: Deps, p: PreparedOp) {
   // KEYS: the op's own, the boards', then the older idempotency buckets (last, so the boards' key
   // indexes in the fuse depend on the plan only).
   const nKeys = allKeys.length + share.boardKeys.length + olderIdemKeys.length;
-  const idem = p.idem && olderIdemKeys.length ? { ...p.idem, prevKi: nKeys - 1, oldKi: nKeys } : p.idem;
+  const idem =
+    p.idem && olderIdemKeys.length ? Object.assign({}, p.idem, { prevKi: nKeys - 1, oldKi: nKeys }) : p.idem;
   const input: UserScriptInput = {
     op: op.kind,
     now,

@@ -7,7 +7,7 @@ import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import { appError, jsonContent, jsonResponse, mount, type RoutesApp, routesTagged } from '../../openapi';
 import { achievementResponse } from '../../../wire/achievements';
-import { attributeFilters } from '../../../wire/common';
+import { attributeFilters, extend } from '../../../wire/common';
 import { checkTimeZone, toUserInput, UpsertedUserSchema } from '../../../wire/user-input';
 import { parseWith } from '../../../wire/parse';
 import {
@@ -87,7 +87,10 @@ export function mountAchievements(app: RoutesApp, deps: Deps): void {
     return c.json(
       list.map((a) => {
         const completions = stats.completions.get(a.id) ?? 0;
-        return { ...achievementResponse(snap, a), completions, rarity: rarity(completions, stats.users) };
+        return extend(achievementResponse(snap, a), {
+          completions,
+          rarity: rarity(completions, stats.users),
+        });
       }),
     );
   });

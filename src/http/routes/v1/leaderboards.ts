@@ -24,7 +24,7 @@ import { notFound, unprocessable } from '../../../errors';
 import { z } from '../../../zod';
 import type { AppEnv } from '../../../app-env';
 import { createRoute, mount, type RoutesApp } from '../../openapi';
-import { memo } from '../../../wire/common';
+import { extend, memo } from '../../../wire/common';
 import { leaderboardBase } from '../../../wire/leaderboards';
 import {
   queryAttributeFilter,
@@ -215,7 +215,7 @@ export function mountLeaderboards(app: RoutesApp, deps: Deps): void {
         ({ status }) =>
           status === 'active' || status === 'scheduled' || (includeFinished && status === 'finished'),
       )
-      .map(({ b, status }) => ({ ...leaderboardBase(snap, b), status }));
+      .map(({ b, status }) => extend(leaderboardBase(snap, b), { status }));
     return c.json(out);
   });
 
@@ -237,12 +237,12 @@ export function mountLeaderboards(app: RoutesApp, deps: Deps): void {
         throw unprocessable('userAttributes is required on a leaderboard with breakdown attributes');
       const standing = await userStanding(deps, b, run, userId);
       if (standing.group === null)
-        return c.json({ ...leaderboardBase(snap, b), start: b.start, end: b.end, status, rankings: [] });
+        return c.json(extend(leaderboardBase(snap, b), { start: b.start, end: b.end, status, rankings: [] }));
       group = standing.group;
     }
     // The board's fields and status, as JSON text without its closing brace.
     const head = memo(snap, `lb-head:${b.id}:${status}`, () =>
-      JSON.stringify({ ...leaderboardBase(snap, b), status }).slice(0, -1),
+      JSON.stringify(extend(leaderboardBase(snap, b), { status })).slice(0, -1),
     );
     const window = { offset, limit, userId };
     if (status !== 'scheduled' && b.rankBy !== 'streak' && !isFinalised(b, run, now))

@@ -12,6 +12,7 @@ import { achievementResponse } from '../../../wire/achievements';
 import { userResponse } from '../../../wire/users';
 import { queryDate, queryInt, queryOne } from '../../validate';
 import { leaderboardBase } from '../../../wire/leaderboards';
+import { extend } from '../../../wire/common';
 
 const AGGREGATIONS = ['daily', 'weekly', 'monthly'] as const;
 
@@ -53,7 +54,7 @@ function periodResponse(deps: Deps, d: WrappedPeriodData) {
   const snap = deps.catalog.snapshot;
   const leaderboards: Record<string, unknown> = {};
   for (const l of d.leaderboards) {
-    leaderboards[l.board.key] = { ...leaderboardBase(snap, l.board), rank: l.rank, value: l.value };
+    leaderboards[l.board.key] = extend(leaderboardBase(snap, l.board), { rank: l.rank, value: l.value });
   }
   return {
     metrics: d.metrics,
