@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import { LRUCache } from 'lru-cache';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
@@ -25,6 +24,7 @@ import { DAY_MS, idempotencyField, idempotencyKeys, keyedEventId } from '../engi
 import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
 import { wireRef } from './wire-snapshots';
+import { TwoGenerationCache } from './zone-cache';
 import { opWire, planFor, type Plan } from '../engine/plan';
 import { runContaining, runFinalizationMs } from '../engine/runs';
 
@@ -37,7 +37,7 @@ export type { LuaAward, LuaStreak } from '../redis/user-script';
  * Last time zone seen per user, by the user's hash key (which names the deployment's key prefix, so two
  * servers in one process never share an entry): the script checks it and asks again when it was wrong.
  */
-const tzCache = new LRUCache<string, string>({ max: 200_000 });
+const tzCache = new TwoGenerationCache<string>(100_000);
 
 /** cjson writes empty arrays as {}: read any list through this. */
 export const asArray = <T>(v: T[] | Record<string, never> | undefined | null): T[] =>
