@@ -573,7 +573,8 @@ const wireLevel = (wire: PlanWire, sys: string, ref: number | false | undefined)
 
 export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
   if (!r.points) return;
-  // No closure per record: under tsx every named function made is named by a slow redefinition.
+  // No closure per record: under tsx (esbuild's keepNames) every named function the code creates is
+  // named by redefining its `name` property, a slow path.
   const levels: NonNullable<OutboxRecord['levels']> = [];
   for (const p of r.points) {
     const w = wire[p.sys];

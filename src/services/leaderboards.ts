@@ -53,8 +53,8 @@ export function boardMove(
   group: string,
   reply: { prevRank?: number; rank?: number; prevValue?: string; value?: string; threshold?: string },
 ): BoardMove {
-  // No closure here: runs under tsx name every function they create (esbuild's keepNames), which
-  // redefines its `name` property, a slow path taken for every call (see the commit).
+  // No closure per call: under tsx (esbuild's keepNames) every named function the code creates is
+  // named by redefining its `name` property, a slow path that would be taken on every move.
   return {
     board,
     run,
