@@ -6,6 +6,7 @@ import type { z } from '../zod';
 import type { Snapshot } from '../catalog/snapshot';
 import type { StoredFilter } from '../db/schema';
 import type { ListInput, Scope } from './resource';
+import { safeParseReported } from '../wire/parse';
 
 /** A problem with one item of a bulk request: the item is skipped and reported (admin §1.4). */
 export class ItemIssue extends Error {
@@ -30,11 +31,9 @@ export const isoOrNull = (d: Date | null | undefined) => (d ? d.toISOString() : 
 
 /** Parses one item; the first zod issue becomes the item's error message. */
 export function parseItem<S extends z.ZodType>(schema: S, item: unknown): z.output<S> {
-  // Without a context first, as parseWith (src/wire/parse.ts): a context costs every parse.
-  const ok = schema.safeParse(item);
-  if (ok.success) return ok.data;
-  const r = schema.safeParse(item, { reportInput: true });
-  const i = (r.success ? ok.error : r.error).issues[0]!;
+  const r = safeParseReported(schema, item);
+  if (r.success) return r.data;
+  const i = r.error.issues[0]!;
   const where = i.path.length ? i.path.map(String).join('.') : 'item';
   const input = (i as { input?: unknown }).input;
   const message =

@@ -567,9 +567,9 @@ function trustedExtra(json: unknown): z.infer<typeof extraSchema> {
  * A record's levels per system before and after the op, with the objects configured at commit, from
  * its points and `wire` (the wire objects its field w names). Records without points keep theirs.
  */
-/** A level of the wire objects by its position in the system's list (1-based), or false for none. */
-const wireLevel = (wire: PlanWire, sys: string, ref: number | false | undefined) =>
-  (ref && wire[sys]?.lv[ref - 1]) || false;
+/** The level at a position (1-based) of a system's level list, as the script names it, or false for none. */
+export const levelAtPosition = (list: WireLevel[] | undefined, ref: number | false | undefined) =>
+  (ref && list?.[ref - 1]) || false;
 
 export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
   if (!r.points) return;
@@ -580,8 +580,8 @@ export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
     const w = wire[p.sys];
     levels.push({
       sys: p.sys,
-      b: wireLevel(wire, p.sys, p.lb),
-      a: wireLevel(wire, p.sys, p.la),
+      b: levelAtPosition(w?.lv, p.lb),
+      a: levelAtPosition(w?.lv, p.la),
       ...(w?.sb ? { sb: w.sb } : {}),
       ...(w?.t ? { t: w.t } : {}),
       ...(w?.bo ? { bo: w.bo } : {}),

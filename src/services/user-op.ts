@@ -14,7 +14,7 @@ import {
   replyList,
   type UserScriptContext,
   type UserScriptInput,
-  type WireLevel,
+  levelAtPosition,
 } from '../redis/user-script';
 import { AppError, isInfrastructureError, notFound, unavailable, unprocessable } from '../errors';
 import { boostStatus } from '../engine/boost-status';
@@ -397,10 +397,6 @@ function committed(deps: Deps, p: PreparedOp, stored: boolean): void {
   if (stored && p.op.user.name !== undefined) rememberUserName(deps, p.op.user.id, p.op.user.name);
 }
 
-/** A level of the plan by its position in the system's list (1-based), or false for none. */
-const levelAt = (levels: Map<string, WireLevel[]>, sys: string, ref: number | false | undefined) =>
-  (ref && levels.get(sys)?.[ref - 1]) || false;
-
 /** The result of a script reply, or the zone to retry with. */
 async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Promise<UserOpResult | 'retry'> {
   const { op, snap, now } = p;
@@ -459,7 +455,10 @@ async function finishOp(deps: Deps, p: PreparedOp, a: Attempt, raw: string): Pro
     seq: r.seq,
     completions: r.completions,
     points: (r.points ?? []).map((x) =>
-      Object.assign({}, x, { lb: levelAt(levels, x.sys, x.lb), la: levelAt(levels, x.sys, x.la) }),
+      Object.assign({}, x, {
+        lb: levelAtPosition(levels.get(x.sys), x.lb),
+        la: levelAtPosition(levels.get(x.sys), x.la),
+      }),
     ),
     streak: r.streak,
     boards: r.boards,

@@ -29,13 +29,21 @@ export function zodToAppError(error: z.ZodError): AppError {
   return structural ? badRequest(message) : unprocessable(message);
 }
 
-export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
-  // Without a context first: zod spreads a given one into a new object on every parse ({ ...ctx,
-  // async }), and V8 gives each such object fresh hidden classes (see the commit). Only a failing
-  // parse runs again, with issues carrying their input: it tells a missing field from one of the wrong
-  // type.
+/**
+ * safeParse whose issues carry their input (it tells a missing field from one of the wrong type). A
+ * parse runs without a context first: zod spreads a given one into a new object on every parse
+ * ({ ...ctx, async }), and V8 gives each such object fresh hidden classes (src/wire/common.ts extend).
+ * Only a failing parse runs again, with `reportInput`.
+ */
+export function safeParseReported<S extends z.ZodType>(schema: S, data: unknown) {
   const result = schema.safeParse(data);
-  if (result.success) return result.data;
+  if (result.success) return result;
   const reported = schema.safeParse(data, { reportInput: true });
-  throw zodToAppError(reported.success ? result.error : reported.error);
+  return reported.success ? result : reported;
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, data: unknown): z.output<S> {
+  const result = safeParseReported(schema, data);
+  if (!result.success) throw zodToAppError(result.error);
+  return result.data;
 }
