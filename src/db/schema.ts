@@ -288,7 +288,7 @@ export const users = pgTable('users', {
 export const events = pgTable(
   'events',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     userId: text('user_id').notNull(),
     metricId: uuid('metric_id').notNull(),
     /** Value in millionths (semantics §2.1: exact fixed-point). */
@@ -301,10 +301,7 @@ export const events = pgTable(
     /** The user's op sequence number (orders a user's events exactly; rebuild replays in this order). */
     seq: bigint('seq', { mode: 'number' }),
   },
-  (t) => [
-    index('events_user_metric_created').on(t.userId, t.metricId, t.created),
-    index('events_user_local_date').on(t.userId, t.localDate),
-  ],
+  (t) => [primaryKey({ columns: [t.userId, t.metricId, t.localDate, t.id] })],
 );
 
 /**

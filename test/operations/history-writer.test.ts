@@ -350,6 +350,29 @@ describe('history writer', () => {
     expect(done!.n).toBe(1);
   });
 
+  it('writes an event once, under the one index of events', async () => {
+    // Every event writes a row: the table keeps one index, its primary key led by the user (the daily
+    // summaries, streak recompute, rebuild and the dashboard read a user's events), not three entries
+    // per row (migration 0008).
+    const indexes = await t.deps.sql<Array<{ indexdef: string }>>`
+      select indexdef from pg_indexes where tablename = 'events'`;
+    expect(indexes.map((i) => i.indexdef)).toEqual([
+      expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, metric_id, local_date, id\)$/),
+    ]);
+    await send('ev-dup-1', 2);
+    const entries = (await peekOutbox()).filter((e) => e.record.user === 'ev-dup-1');
+    expect(entries.length).toBe(1);
+    // Written twice (a writer that died before its acknowledgement): the primary key keeps one row.
+    await writeBatch(t.deps, entries);
+    await writeBatch(t.deps, entries);
+    const rows = await t.deps.db
+      .select({ id: events.id, value: events.valueMicros })
+      .from(events)
+      .where(eq(events.userId, 'ev-dup-1'));
+    expect(rows).toEqual([{ id: entries[0]!.record.id, value: 2_000_000 }]);
+    await new HistoryWriter(t.deps, { consumer: 'w-ev' }).drainOnce();
+  });
+
   it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
     // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
     // the user, as rebuild and verify read it), not three entries per row.
