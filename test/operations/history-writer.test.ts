@@ -350,6 +350,24 @@ describe('history writer', () => {
     expect(done!.n).toBe(1);
   });
 
+  it('plans its statements once: generic plans inside its transaction only', async () => {
+    // A custom plan is made again at every pass (about 0.9 ms of an 11 ms pass of 150 records); the
+    // setting is local to the writer's transaction, so the connection's other users keep theirs.
+    await send('plan-1', 1);
+    const entries = (await peekOutbox()).filter((e) => e.record.user === 'plan-1');
+    const seen: string[] = [];
+    await writeBatch(t.deps, entries, [
+      async (tx) => {
+        const [row] = await tx.execute<{ plan_cache_mode: string }>(sql`show plan_cache_mode`);
+        seen.push(row!.plan_cache_mode);
+      },
+    ]);
+    expect(seen).toEqual(['force_generic_plan']);
+    const [after] = await t.deps.sql<Array<{ plan_cache_mode: string }>>`show plan_cache_mode`;
+    expect(after!.plan_cache_mode).toBe('auto');
+    await new HistoryWriter(t.deps, { consumer: 'w-plan' }).drainOnce();
+  });
+
   it('writes an event once, under the one index of events', async () => {
     // Every event writes a row: the table keeps one index, its primary key led by the user (the daily
     // summaries, streak recompute, rebuild and the dashboard read a user's events), not three entries
