@@ -50,6 +50,11 @@ interface Options {
   boards: boolean;
   /** On a throwaway 3-master Redis Cluster (single events; Redis CPU summed over the masters). */
   cluster: boolean;
+  /**
+   * Single events in flight at once (the ops one script call can gather): 50 by default; 1 sends each
+   * op in a call of its own, as requests spread evenly at a low rate arrive.
+   */
+  concurrency: number;
 }
 
 function parse(argv: string[]): Options {
@@ -65,6 +70,7 @@ function parse(argv: string[]): Options {
     luaProfile: null,
     returning: false,
     boards: true,
+    concurrency: 50,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -79,12 +85,15 @@ function parse(argv: string[]): Options {
     else if (a === '--returning') o.returning = true;
     else if (a === '--no-boards') o.boards = false;
     else if (a === '--cluster') o.cluster = true;
+    else if (a === '--concurrency') o.concurrency = Number(argv[++i]);
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards, --cluster)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards, --cluster, --concurrency N)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
+  if (!Number.isInteger(o.concurrency) || o.concurrency < 1 || o.concurrency > 1000)
+    throw new Error('--concurrency must be a whole number in 1..1000');
   if (!['single', 'batch', 'batches'].includes(o.mode)) throw new Error('--mode is single, batch or batches');
   if (o.profile && !o.callgrind) throw new Error('--profile needs --callgrind');
   if (o.cluster && (o.callgrind || o.writer || o.luaProfile || o.mode !== 'single'))
@@ -333,7 +342,7 @@ async function main(): Promise<void> {
       } else {
         let i = first;
         await Promise.all(
-          Array.from({ length: 50 }, async () => {
+          Array.from({ length: opts.concurrency }, async () => {
             while (i < first + opts.events) await runUserOp(deps, op(i++));
           }),
         );
