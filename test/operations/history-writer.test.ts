@@ -70,6 +70,22 @@ async function peekOutbox(): Promise<OutboxEntry[]> {
   return out;
 }
 
+/** The definitions of a table's indexes. */
+async function indexDefs(table: string): Promise<string[]> {
+  const rows = await t.deps.sql<Array<{ indexdef: string }>>`
+    select indexdef from pg_indexes where tablename = ${table}`;
+  return rows.map((r) => r.indexdef);
+}
+
+/** A user's outbox entries, written twice (a writer that died before its acknowledgement). */
+async function writtenTwice(user: string, count: number): Promise<OutboxEntry[]> {
+  const entries = (await peekOutbox()).filter((e) => e.record.user === user);
+  expect(entries.length).toBe(count);
+  await writeBatch(t.deps, entries);
+  await writeBatch(t.deps, entries);
+  return entries;
+}
+
 /**
  * Records the writer's outbox reads: XREADGROUP calls (a single Redis; a Cluster stream read on its
  * own) and lua/readOutboxes.lua calls (a Cluster master's streams), with the streams each named and the
@@ -318,25 +334,16 @@ describe('history writer', () => {
   it('writes an award and a completion once, under the one index of points_awards and of achievement_completions', async () => {
     // Most events write an award or a completion: each table keeps one index, its primary key, led by
     // the user (the per-user reads use it), not two entries per row.
-    const defs = async (table: string) =>
-      (
-        await t.deps.sql<
-          Array<{ indexdef: string }>
-        >`select indexdef from pg_indexes where tablename = ${table}`
-      ).map((i) => i.indexdef);
-    expect(await defs('points_awards')).toEqual([
+    expect(await indexDefs('points_awards')).toEqual([
       expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, system_id, created, id\)$/),
     ]);
-    expect(await defs('achievement_completions')).toEqual([
+    expect(await indexDefs('achievement_completions')).toEqual([
       expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, achievement_id\)$/),
     ]);
     // 3 for the new user, 10 for the metric trigger, and "three" completed.
     await send('aw-dup-1', 3);
-    const entries = (await peekOutbox()).filter((e) => e.record.user === 'aw-dup-1');
-    expect(entries.length).toBe(1);
-    // Written twice (a writer that died before its acknowledgement): the primary keys keep one row each.
-    await writeBatch(t.deps, entries);
-    await writeBatch(t.deps, entries);
+    // Written twice: the primary keys keep one row each.
+    await writtenTwice('aw-dup-1', 1);
     const awards = await t.deps.db
       .select({ awarded: pointsAwards.awarded })
       .from(pointsAwards)
@@ -372,17 +379,12 @@ describe('history writer', () => {
     // Every event writes a row: the table keeps one index, its primary key led by the user (the daily
     // summaries, streak recompute, rebuild and the dashboard read a user's events), not three entries
     // per row (migration 0008).
-    const indexes = await t.deps.sql<Array<{ indexdef: string }>>`
-      select indexdef from pg_indexes where tablename = 'events'`;
-    expect(indexes.map((i) => i.indexdef)).toEqual([
+    expect(await indexDefs('events')).toEqual([
       expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, metric_id, local_date, id\)$/),
     ]);
     await send('ev-dup-1', 2);
-    const entries = (await peekOutbox()).filter((e) => e.record.user === 'ev-dup-1');
-    expect(entries.length).toBe(1);
-    // Written twice (a writer that died before its acknowledgement): the primary key keeps one row.
-    await writeBatch(t.deps, entries);
-    await writeBatch(t.deps, entries);
+    // Written twice: the primary key keeps one row.
+    const entries = await writtenTwice('ev-dup-1', 1);
     const rows = await t.deps.db
       .select({ id: events.id, value: events.valueMicros })
       .from(events)
@@ -394,21 +396,15 @@ describe('history writer', () => {
   it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
     // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
     // the user, as rebuild and verify read it), not three entries per row.
-    const indexes = await t.deps.sql<Array<{ indexdef: string }>>`
-      select indexdef from pg_indexes where tablename = 'leaderboard_updates'`;
-    expect(indexes.map((i) => i.indexdef)).toEqual([
+    expect(await indexDefs('leaderboard_updates')).toEqual([
       expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, op_id, leaderboard_id\)$/),
     ]);
     await createBoard(t, { rankBy: 'metric', metricId, start: '2020-01-01' });
     await t.deps.catalog.reload();
     await send('lb-dup-1', 1);
     await send('lb-dup-1', 2);
-    const entries = (await peekOutbox()).filter((e) => e.record.user === 'lb-dup-1');
-    expect(entries.length).toBe(2);
-    // Written twice (a writer that died before its acknowledgement): the conflict check on the
-    // primary key keeps one row per op and board.
-    await writeBatch(t.deps, entries);
-    await writeBatch(t.deps, entries);
+    // Written twice: the conflict check on the primary key keeps one row per op and board.
+    await writtenTwice('lb-dup-1', 2);
     const rows = await t.deps.db
       .select({ value: leaderboardUpdates.value, seq: leaderboardUpdates.seq })
       .from(leaderboardUpdates)
