@@ -563,14 +563,14 @@ function trustedExtra(json: unknown): z.infer<typeof extraSchema> {
   return x;
 }
 
-/**
- * A record's levels per system before and after the op, with the objects configured at commit, from
- * its points and `wire` (the wire objects its field w names). Records without points keep theirs.
- */
 /** The level at a position (1-based) of a system's level list, as the script names it, or false for none. */
 export const levelAtPosition = (list: WireLevel[] | undefined, ref: number | false | undefined) =>
   (ref && list?.[ref - 1]) || false;
 
+/**
+ * A record's levels per system before and after the op, with the objects configured at commit, from
+ * its points and `wire` (the wire objects its field w names). Records without points keep theirs.
+ */
 export function resolveLevels(r: OutboxRecord, wire: PlanWire): void {
   if (!r.points) return;
   // No closure per record: under tsx (esbuild's keepNames) every named function the code creates is
