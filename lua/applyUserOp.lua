@@ -330,7 +330,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local sh = nil
   if S.on or st.freezeInit or granted then
     sh = streakFields(S, st, sums)
-    later(streakWrite(S, st, sh, periods, function(f, val) put('s:', f, val) end, K_HIST))
+    later(streakWrite(S, st, sh, periods, function(f, val) put('s:', f, val) end, K_HIST, K_USER))
     if st.started == '' then st.started = nil end
   end
 

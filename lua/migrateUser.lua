@@ -10,7 +10,8 @@ KEYS[9] the streak period history (lib/streak.lua)
 A key of KEYS[2..8] holding a profile (a 'created' field) is another user's hash (an id ending in
 ':streak', say) and is left alone. The streak hash's per-period fields of an even older layout (h:<epoch>:<idx> = "<length>|<freeze>|<pause>")
 are folded into the period history (those of the current epoch, the newest 100).
-Completions are re-encoded from layout 1's JSON to "<at ms>|<completion id>".
+Completions are re-encoded from layout 1's JSON to "<at ms>|<completion id>", and the streak's scalar
+fields packed (s:_ and s:~, lib/streak.lua).
 Reply: the number of layout-1 hashes moved (0: nothing to do).
 ]]
 --!include lib/streak.lua
@@ -19,6 +20,8 @@ local PREFIXES = { 'm:', 'c:', 'd:', 'n:', 's:', 'b:', 'r:' }
 local ACHIEVEMENTS, STREAK = 3, 5
 
 local writes = {}
+-- The streak hash's fields (but per-period ones): the scalar ones are stored packed (streakPut).
+local streakFieldsIn = {}
 local moved = 0
 for i = 1, #PREFIXES do
   local prefix = PREFIXES[i]
@@ -53,8 +56,13 @@ for i = 1, #PREFIXES do
           local ok, c = pcall(cjson.decode, value)
           if ok and type(c) == 'table' and c.at and c.cid then value = fmt(c.at) .. '|' .. c.cid end
         end
-        writes[#writes + 1] = prefix .. field
-        writes[#writes + 1] = value
+        if i == STREAK then
+          streakFieldsIn[#streakFieldsIn + 1] = field
+          streakFieldsIn[#streakFieldsIn + 1] = value
+        else
+          writes[#writes + 1] = prefix .. field
+          writes[#writes + 1] = value
+        end
       end
     end
     if #periods > 0 then
@@ -66,6 +74,10 @@ for i = 1, #PREFIXES do
     redis.call('DEL', key)
   end
 end
+streakPut({}, streakFieldsIn, function(f, v)
+  writes[#writes + 1] = 's:' .. f
+  writes[#writes + 1] = v
+end)
 for j = 1, #writes, 1000 do
   redis.call('HSET', KEYS[1], unpack(writes, j, math.min(j + 999, #writes)))
 end

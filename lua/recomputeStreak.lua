@@ -8,7 +8,8 @@ carries the new length to the streak rankings, streak leaderboards, streak_perio
 like any op's; it fires no webhooks. Also used with the streak unchanged (fields = {}, pauses given)
 when a user's pauses changed, so the indexes take the expiry under the new pauses.
 
-KEYS[1] the user hash (profile fields, streak fields under s:, src/redis/user-hash.ts)
+KEYS[1] the user hash (profile fields, streak fields under s:, the scalar ones packed in s:_ and s:~: lib/streak.lua,
+        src/redis/user-hash.ts)
 KEYS[2] shard outbox stream
 ARGV[1] expected profile seq
 ARGV[2] JSON {epoch, fields = {field, value, ...} (streak fields, without their s: prefix), length, lastMet?, started?,
@@ -17,6 +18,8 @@ ARGV[2] JSON {epoch, fields = {field, value, ...} (streak fields, without their 
 
 Reply: 1 written, 0 the user changed since (or does not exist): nothing written.
 ]]
+--!include lib/streak.lua
+
 local K_USER, K_OUTBOX = KEYS[1], KEYS[2]
 local expected = ARGV[1]
 local input = cjson.decode(ARGV[2])
@@ -25,10 +28,18 @@ local seq = redis.call('HGET', K_USER, 'seq')
 if seq == false or seq ~= expected then return 0 end
 seq = tonumber(seq) + 1
 
-local cur = redis.call('HMGET', K_USER, 's:freezes', 's:longest', 's:longestAt')
-local freezes = tonumber(cur[1] or '0')
-local longest = tonumber(cur[2] or '0')
-local longestAt = cur[3] or '0'
+-- The stored streak part's scalar fields: packed (s:_, s:~), or a hash of an earlier version's own fields.
+local names = { 's:_', 's:~' }
+for f in pairs(STREAK_AT) do names[#names + 1] = 's:' .. f end
+local got = redis.call('HMGET', K_USER, unpack(names))
+local raw = {}
+for i = 1, #names do
+  if got[i] then raw[string.sub(names[i], 3)] = got[i] end
+end
+streakUnpack(raw)
+local freezes = tonumber(raw.freezes or '0')
+local longest = tonumber(raw.longest or '0')
+local longestAt = raw.longestAt or '0'
 if input.longest > longest then
   longest = input.longest
   longestAt = tostring(input.record.now)
@@ -42,10 +53,12 @@ fields[#fields + 1] = longestAt
 fields[#fields + 1] = 'freezes'
 fields[#fields + 1] = string.format('%.0f', freezes)
 local writes = { 'seq', string.format('%.0f', seq) }
-for i = 1, #fields, 2 do
-  writes[#writes + 1] = 's:' .. fields[i]
-  writes[#writes + 1] = fields[i + 1]
-end
+-- The period sums (s:<metricId>) are compared with nothing read: put whatever differs from nil.
+local legacy = streakPut(raw, fields, function(f, v)
+  writes[#writes + 1] = 's:' .. f
+  writes[#writes + 1] = v
+end)
+if legacy then redis.call('HDEL', K_USER, unpack(legacy)) end
 redis.call('HSET', K_USER, unpack(writes))
 
 local battrs = {}

@@ -75,9 +75,86 @@ local function histEach(hist, fn)
   for idx, len in string.gmatch(hist, '(%-?%d+):(%d+)') do fn(tonumber(idx), tonumber(len)) end
 end
 
+-- The streak's scalar fields, kept in two fields of the user hash (s:_ and s:~, the streak part's "_"
+-- and "~"): each holds its fields' values joined by '|' in this order, '' for one not set
+-- (src/redis/user-hash.ts STREAK_PACKS): s:_ holds epoch, length, freezes, longest, curIdx, curMet,
+-- lastMet and started, s:~ longestAt, lengthAt and metAt. Two fields instead of eleven: a new user's
+-- HSET writes 14 fields rather than 23 on the bench's configuration, and an op puts two at most. Two,
+-- not one, so that each value stays within the 64 bytes of Redis's compact hash encoding
+-- (hash-max-listpack-value): at most 45 and 41 bytes. A hash of an earlier version holds them as
+-- fields of their own (s:epoch, ...): read as they are, and removed when the op writes the packed
+-- fields. Written out field by field below (no loop, no table per call): this runs for every op.
+-- STREAK_AT: field -> its pack.
+local STREAK_AT = {
+  epoch = 1, length = 1, freezes = 1, longest = 1, curIdx = 1, curMet = 1, lastMet = 1, started = 1,
+  longestAt = 2, lengthAt = 2, metAt = 2,
+}
+
+-- Spreads the packed fields over the part's named fields ('' is a field not set).
+local function streakUnpack(h)
+  local p = h._
+  if p ~= nil then
+    local epoch, length, freezes, longest, curIdx, curMet, lastMet, started =
+      string.match(p, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    h.epoch = epoch ~= '' and epoch or nil
+    h.length = length ~= '' and length or nil
+    h.freezes = freezes ~= '' and freezes or nil
+    h.longest = longest ~= '' and longest or nil
+    h.curIdx = curIdx ~= '' and curIdx or nil
+    h.curMet = curMet ~= '' and curMet or nil
+    h.lastMet = lastMet ~= '' and lastMet or nil
+    h.started = started ~= '' and started or nil
+  end
+  p = h['~']
+  if p ~= nil then
+    local longestAt, lengthAt, metAt = string.match(p, '^([^|]*)|([^|]*)|(.*)$')
+    h.longestAt = longestAt ~= '' and longestAt or nil
+    h.lengthAt = lengthAt ~= '' and lengthAt or nil
+    h.metAt = metAt ~= '' and metAt or nil
+  end
+end
+
+-- Puts the streak fields `sf` (flat name, value list) that differ from the stored part `raw` (unpacked):
+-- the scalar ones as their packed fields, the others (period sums s:<metricId>, freezeInit) one by one.
+-- Returns the hash fields of an earlier version to remove (their values are now packed), or nil.
+local function streakPut(raw, sf, put)
+  local v, changed = {}, false
+  for i = 1, #sf, 2 do
+    local f, x = sf[i], sf[i + 1]
+    if STREAK_AT[f] then
+      v[f] = x
+      if (raw[f] or '') ~= x then changed = true end
+    elseif raw[f] ~= x then
+      put(f, x)
+    end
+  end
+  local s1, s2 = raw._, raw['~']
+  -- Packed already, and none of them changed (a later event of a met period): nothing to pack.
+  if not changed and s1 ~= nil and s2 ~= nil then return nil end
+  local p1 = (v.epoch or raw.epoch or '') .. '|' .. (v.length or raw.length or '') .. '|'
+    .. (v.freezes or raw.freezes or '') .. '|' .. (v.longest or raw.longest or '') .. '|'
+    .. (v.curIdx or raw.curIdx or '') .. '|' .. (v.curMet or raw.curMet or '') .. '|'
+    .. (v.lastMet or raw.lastMet or '') .. '|' .. (v.started or raw.started or '')
+  local p2 = (v.longestAt or raw.longestAt or '') .. '|' .. (v.lengthAt or raw.lengthAt or '') .. '|'
+    .. (v.metAt or raw.metAt or '')
+  -- (none set and none stored: nothing to write)
+  if p1 ~= s1 and not (s1 == nil and p1 == '|||||||') then put('_', p1) end
+  if p2 ~= s2 and not (s2 == nil and p2 == '||') then put('~', p2) end
+  if s1 ~= nil or s2 ~= nil then return nil end
+  local legacy = nil
+  for f in pairs(STREAK_AT) do
+    if raw[f] ~= nil then
+      legacy = legacy or {}
+      legacy[#legacy + 1] = 's:' .. f
+    end
+  end
+  return legacy
+end
+
 -- The streak's fields (the user hash's s: part, lib/user.lua) as a state table; a different settings
 -- epoch means a discarded state.
 local function loadStreak(h, epoch)
+  streakUnpack(h)
   local st = {
     freezes = num(h.freezes, 0),
     longest = num(h.longest, 0),
@@ -251,10 +328,11 @@ local function streakFields(S, st, sums)
   return sf
 end
 
--- The streak fields that changed (put(field, value) each: an event later in a met period changes its
--- sums alone), and a function writing the period history (appended, or dropped with a discarded
--- epoch). `periods` are the op's new periods.
-local function streakWrite(S, st, sf, periods, put, histKey)
+-- The streak fields that changed (put(field, value): an event later in a met period changes its sums
+-- alone; streakPut), and a function writing the period history (appended, or dropped with a discarded
+-- epoch) and removing an earlier version's scalar fields from `userKey`. `periods` are the op's new
+-- periods.
+local function streakWrite(S, st, sf, periods, put, histKey, userKey)
   local histWrite = nil
   if S.on and #periods > 0 then
     local entries = {}
@@ -263,10 +341,9 @@ local function streakWrite(S, st, sf, periods, put, histKey)
   elseif st.staleHist then
     histWrite = false
   end
-  for i = 1, #sf, 2 do
-    if st.raw[sf[i]] ~= sf[i + 1] then put(sf[i], sf[i + 1]) end
-  end
+  local legacy = streakPut(st.raw, sf, put)
   return function()
+    if legacy then redis.call('HDEL', userKey, unpack(legacy)) end
     if histWrite then
       redis.call('SET', histKey, histWrite)
     elseif histWrite == false then

@@ -5,7 +5,7 @@
  */
 import type { Deps } from '../deps';
 import { snapshottedRuns } from '../services/leaderboards';
-import { compactProfile, splitUserHash } from '../redis/user-hash';
+import { compactProfile, splitUserHash, storedStreak } from '../redis/user-hash';
 import { idempotencyKeyNames } from './rebuild';
 import { DAY_MS, idempotencyAt } from '../engine/idempotency';
 import {
@@ -157,8 +157,15 @@ async function verifyUsers(
     for (const name of names) {
       // A profile field at its default is stored by users of earlier versions, never rebuilt
       // (loadUserStates compacts the expected profile): compared without it.
-      const redis = name === 'profile' ? compactProfile(parts.profile) : parts[name];
-      diffHash(diffs, s.userId, name, redis, s[name]);
+      // The streak's scalar fields are stored packed, where '' and a field not set read alike
+      // (storedStreak); the rebuilt part holds them as last written, '' included.
+      const redis =
+        name === 'profile'
+          ? compactProfile(parts.profile)
+          : name === 'streak'
+            ? storedStreak(parts.streak)
+            : parts[name];
+      diffHash(diffs, s.userId, name, redis, name === 'streak' ? storedStreak(s.streak) : s[name]);
       if (name === 'counters') {
         // Independent check: live trigger and filtered-achievement counters replayed from events.
         for (const [f, v] of Object.entries(s.replayed)) {

@@ -31,7 +31,11 @@ export const USER_PARTS = {
   achievements: 'd:',
   /** systemId -> points total. */
   points: 'n:',
-  /** Streak fields (epoch, length, freezes, longest, longestAt, curIdx, curMet, …, s:<metricId> sums). */
+  /**
+   * Streak fields: the scalar ones (STREAK_PACKS) packed in `s:_` and `s:~`, and the period sums
+   * s:<metricId>, freezeInit and pauses as fields of their own. splitUserHash shows the scalar ones by
+   * name, as a hash of an earlier version held them.
+   */
   streak: 's:',
   /** boardId -> "<run>|<value>" of the user's latest run, boardId~ -> the run before it. */
   boards: 'b:',
@@ -57,6 +61,56 @@ function partOf(field: string): UserPart | undefined {
   return field.charCodeAt(1) === 58 /* ':' */ ? PART_OF.get(field[0]!) : undefined;
 }
 
+/**
+ * The streak's scalar fields, stored in two fields of the user hash (`s:_` and `s:~`; lua/lib/streak.lua
+ * writes them): each holds its fields' values joined by '|' in this order, '' for one not set. Two
+ * fields rather than eleven keep a new user's HSET at 14 fields on the bench's configuration (23
+ * before) and an op's streak write at two at most; two rather than one keep each value within the 64
+ * bytes of Redis's compact hash encoding. A hash of an earlier version holds them as fields of their
+ * own, which readers take as they are (the user script packs them at the user's next op).
+ */
+export const STREAK_PACKS = {
+  _: ['epoch', 'length', 'freezes', 'longest', 'curIdx', 'curMet', 'lastMet', 'started'],
+  '~': ['longestAt', 'lengthAt', 'metAt'],
+} as const satisfies Record<string, readonly string[]>;
+
+const PACKED_FIELDS = new Set<string>(Object.values(STREAK_PACKS).flat());
+
+/** Spreads the packed fields over the part's named fields ('' is a field not set), in place. */
+function unpackStreak(streak: Record<string, string>): void {
+  for (const [name, fields] of Object.entries(STREAK_PACKS)) {
+    const packed = streak[name];
+    if (packed === undefined) continue;
+    delete streak[name];
+    const values = packed.split('|');
+    for (let i = 0; i < fields.length; i++) {
+      // The last value is the rest of the string, as the Lua pattern reads it.
+      const v = i === fields.length - 1 ? values.slice(i).join('|') : values[i];
+      if (v !== undefined && v !== '') streak[fields[i]!] = v;
+    }
+  }
+}
+
+/** The streak part as stored: the scalar fields packed (a pack when any of its fields is set), the others as they are. */
+function packStreak(streak: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [f, v] of Object.entries(streak)) if (!PACKED_FIELDS.has(f)) out[f] = v;
+  for (const [name, fields] of Object.entries(STREAK_PACKS)) {
+    if (fields.some((f) => streak[f] !== undefined)) out[name] = fields.map((f) => streak[f] ?? '').join('|');
+  }
+  return out;
+}
+
+/**
+ * A streak part as it reads back once stored (packed, then unpacked): a scalar field set to '' (a
+ * streak without a start) reads as not set. What to compare two parts by when either may hold ''.
+ */
+export function storedStreak(streak: Record<string, string>): Record<string, string> {
+  const out = packStreak(streak);
+  unpackStreak(out);
+  return out;
+}
+
 /** Splits a user hash (HGETALL) into the profile and the other parts. */
 export function splitUserHash(raw: Record<string, string>): UserHashParts {
   const out: UserHashParts = {
@@ -74,14 +128,16 @@ export function splitUserHash(raw: Record<string, string>): UserHashParts {
     if (part) out[part][field.slice(2)] = value;
     else out.profile[field] = value;
   }
+  unpackStreak(out.streak);
   return out;
 }
 
-/** The flat user hash of the given parts (inverse of splitUserHash). */
+/** The flat user hash of the given parts, as the user script stores it (inverse of splitUserHash). */
 export function joinUserHash(parts: Partial<UserHashParts>): Record<string, string> {
   const out: Record<string, string> = { ...parts.profile };
   for (const part of Object.keys(USER_PARTS) as UserPart[]) {
-    for (const [field, value] of Object.entries(parts[part] ?? {})) out[USER_PARTS[part] + field] = value;
+    const fields = part === 'streak' ? packStreak(parts.streak ?? {}) : (parts[part] ?? {});
+    for (const [field, value] of Object.entries(fields)) out[USER_PARTS[part] + field] = value;
   }
   return out;
 }

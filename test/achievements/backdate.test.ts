@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userPart } from '../helpers/user-hash';
+import { streakField, userPart } from '../helpers/user-hash';
 import { userField } from '../../src/redis/user-hash';
 import { awaitBackdates, runBackdate } from '../../src/services/backdate';
 import { HistoryWriter, parseRecord } from '../../src/workers/history-writer';
@@ -80,15 +80,11 @@ afterAll(async () => t.close());
 
 describe('backdating', () => {
   it('activating a streak achievement completes users whose current streak qualifies, not lapsed ones', async () => {
-    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').hash, userField('streak', 'length')))).toBe(
-      2,
-    );
+    expect(Number((await streakField(t.deps.redis, t.deps.keys, 's1', 'length')) ?? 0)).toBe(2);
     await patch({ id: ids.streak2, status: 'active' });
     expect(await done('p1')).toEqual(['streak2']);
     expect(await done('s1')).toEqual([]);
-    expect(Number(await t.deps.redis.hget(t.deps.keys.user('s1').hash, userField('streak', 'length')))).toBe(
-      0,
-    );
+    expect(Number((await streakField(t.deps.redis, t.deps.keys, 's1', 'length')) ?? 0)).toBe(0);
   });
 
   it('activating a metric achievement completes eligible qualifying users, cascades and awards points', async () => {

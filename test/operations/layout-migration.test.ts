@@ -4,7 +4,14 @@ import { Keys } from '../../src/redis/keys';
 import { verifyState } from '../../src/rebuild/verify';
 import { idempotencyField } from '../../src/engine/idempotency';
 import { LAYOUT_VERSION, migrateLayout } from '../../src/redis/layout';
-import { decodeCompletion, splitUserHash, USER_PARTS, type UserPart } from '../../src/redis/user-hash';
+import {
+  decodeCompletion,
+  STREAK_PACKS,
+  splitUserHash,
+  USER_PARTS,
+  type UserPart,
+} from '../../src/redis/user-hash';
+import { refreshStreakExpiry } from '../../src/services/streak-recompute';
 import { drain } from '../helpers/rebuild';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
@@ -267,5 +274,86 @@ describe('Redis layout migration', () => {
     await drain(t);
     expect(await fieldsOf('old-long')).toEqual(['old-long|5']);
     expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+});
+
+// The streak's scalar fields are stored packed in two fields of the user hash (s:_ and s:~,
+// lua/lib/streak.lua STREAK_PACKS). The previous version stored them as fields of their own: such a
+// hash is written by hand below, as no code path writes it any more.
+describe('packed streak fields', () => {
+  const SCALARS = Object.values(STREAK_PACKS).flat() as string[];
+
+  /** The user's streak fields in the hash (the period sums s:s:<metricId> left out). */
+  const streakFieldsOf = async (user: string) =>
+    Object.keys(await t.deps.redis.hgetall(t.deps.keys.user(user).hash))
+      .filter((f) => f.startsWith('s:') && !f.startsWith('s:s:'))
+      .sort();
+
+  /** What verify-state finds for one user (this file's other users have their own clock's past). */
+  const differencesOf = async (user: string) =>
+    (await verifyState(t.deps)).differences.filter((d) => d.userId === user);
+
+  /** Rewrites the user's packed fields as the previous version stored them; returns the streak part. */
+  async function toOwnFields(user: string) {
+    const k = t.deps.keys.user(user);
+    const streak = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak;
+    await t.deps.redis.hdel(k.hash, 's:_', 's:~');
+    const own: Record<string, string> = { 's:started': streak.started ?? '' };
+    for (const f of SCALARS) if (streak[f] !== undefined) own[`s:${f}`] = streak[f]!;
+    await t.deps.redis.hset(k.hash, own);
+    expect(await streakFieldsOf(user)).toEqual(Object.keys(own).sort());
+    return streak;
+  }
+
+  it('keeps the scalar fields in two compact fields', async () => {
+    t.clock.set(Date.parse('2025-11-01T12:00:00Z'));
+    expect((await send('packed-1', 1)).status).toBe(201);
+    const k = t.deps.keys.user('packed-1');
+    const hash = await t.deps.redis.hgetall(k.hash);
+    expect(await streakFieldsOf('packed-1')).toEqual(['s:_', 's:~']);
+    for (const v of Object.values(hash)) expect(v.length).toBeLessThanOrEqual(64);
+    expect(await t.deps.redis.object('ENCODING', k.hash)).toBe('listpack');
+    expect(splitUserHash(hash).streak).toMatchObject({
+      length: '1',
+      longest: '1',
+      curMet: '1',
+      started: '2025-11-01',
+      longestAt: String(t.clock.now()),
+    });
+  });
+
+  it("reads an earlier version's fields as they are, and packs them at the user's next event", async () => {
+    const base = Date.parse('2025-11-10T12:00:00Z');
+    for (const d of [0, 1]) {
+      t.clock.set(base + d * DAY);
+      expect((await send('packed-2', 1)).status).toBe(201);
+    }
+    const answers = await reads('packed-2');
+    const before = await toOwnFields('packed-2');
+    expect(before).toMatchObject({ length: '2', started: '2025-11-10' });
+    expect(await reads('packed-2')).toEqual(answers);
+
+    t.clock.set(base + 2 * DAY);
+    const next = await send('packed-2', 1);
+    expect(next.body.currentStreak).toMatchObject({ length: 3, started: '2025-11-10' });
+    expect(await streakFieldsOf('packed-2')).toEqual(['s:_', 's:~']);
+    const after = splitUserHash(await t.deps.redis.hgetall(t.deps.keys.user('packed-2').hash)).streak;
+    expect(after).toMatchObject({ length: '3', longest: '3', epoch: before.epoch, started: '2025-11-10' });
+    await drain(t);
+    expect(await differencesOf('packed-2')).toEqual([]);
+  });
+
+  it("packs an earlier version's fields when its streak is recomputed", async () => {
+    t.clock.set(Date.parse('2025-11-20T12:00:00Z'));
+    expect((await send('packed-3', 1)).status).toBe(201);
+    const before = await toOwnFields('packed-3');
+    // What a change of the user's pauses runs: the streak unchanged, its expiry recomputed.
+    expect(await refreshStreakExpiry(t.deps, 'packed-3')).toBe(true);
+    expect(await streakFieldsOf('packed-3')).toEqual(['s:_', 's:~']);
+    const { started, ...rest } = before;
+    const after = splitUserHash(await t.deps.redis.hgetall(t.deps.keys.user('packed-3').hash)).streak;
+    expect(after).toEqual({ ...rest, started });
+    await drain(t);
+    expect(await differencesOf('packed-3')).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userPart } from '../helpers/user-hash';
+import { setStreakFields, streakField, userPart } from '../helpers/user-hash';
 import { userField } from '../../src/redis/user-hash';
 import { rebuildState } from '../../src/rebuild/rebuild';
 import { verifyState } from '../../src/rebuild/verify';
@@ -66,11 +66,11 @@ describe('rebuild and verify-state', () => {
     const k = t.deps.keys.user('rb-2');
     const metrics = await userPart(t.deps.redis, t.deps.keys, 'rb-2', 'metrics');
     const [mid, total] = Object.entries(metrics)[0]!;
-    const streakLen = await t.deps.redis.hget(k.hash, userField('streak', 'length'));
+    const streakLen = await streakField(t.deps.redis, t.deps.keys, 'rb-2', 'length');
     const sys = Object.keys(await userPart(t.deps.redis, t.deps.keys, 'rb-2', 'points'))[0]!;
     const award = (await t.deps.redis.lindex(k.awards(sys), 0))!;
     await t.deps.redis.hset(k.hash, userField('metrics', mid), String(Number(total) + 1));
-    await t.deps.redis.hset(k.hash, userField('streak', 'length'), '99');
+    await setStreakFields(t.deps.redis, t.deps.keys, 'rb-2', { length: '99' });
     await t.deps.redis.lset(k.awards(sys), 0, award.replace('|', '|1'));
     const { differences } = await verifyState(t.deps);
     expect(differences).toEqual(
@@ -81,7 +81,7 @@ describe('rebuild and verify-state', () => {
       ]),
     );
     await t.deps.redis.hset(k.hash, userField('metrics', mid), total);
-    await t.deps.redis.hset(k.hash, userField('streak', 'length'), streakLen!);
+    await setStreakFields(t.deps.redis, t.deps.keys, 'rb-2', { length: streakLen! });
     await t.deps.redis.lset(k.awards(sys), 0, award);
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });

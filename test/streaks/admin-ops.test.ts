@@ -1,7 +1,7 @@
 import { TrophyApiClient } from '@trophyso/node';
-import { userField } from '../../src/redis/user-hash';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
+import { streakField } from '../helpers/user-hash';
 
 // POST /admin/v1/streaks/freezes (#25) and POST /admin/v1/streaks/restore (#26), admin-api §13.
 
@@ -15,9 +15,9 @@ const event = async (id: string) => {
   return r.body;
 };
 const streakLength = async (id: string) =>
-  Number(await t.deps.redis.hget(t.deps.keys.user(id).hash, userField('streak', 'length')));
+  Number((await streakField(t.deps.redis, t.deps.keys, id, 'length')) ?? 0);
 const freezes = async (id: string) =>
-  Number(await t.deps.redis.hget(t.deps.keys.user(id).hash, userField('streak', 'freezes')));
+  Number((await streakField(t.deps.redis, t.deps.keys, id, 'freezes')) ?? 0);
 
 beforeAll(async () => {
   t = await createTestServer({ now: '2025-01-01T12:00:00Z' });
