@@ -11,8 +11,10 @@ when a user's pauses changed, so the indexes take the expiry under the new pause
 KEYS[1] the user hash (profile fields, streak fields under s:, the scalar ones packed in s:_ and s:~: lib/streak.lua,
         src/redis/user-hash.ts)
 KEYS[2] shard outbox stream
+KEYS[3] the user's streak period history (lib/streak.lua): replaced by hist when it is given
 ARGV[1] expected profile seq
-ARGV[2] JSON {epoch, fields = {field, value, ...} (streak fields, without their s: prefix), length, lastMet?, started?,
+ARGV[2] JSON {epoch, fields = {field, value, ...} (streak fields, without their s: prefix), hist? (the
+        recomputed period history, '' for none), length, lastMet?, started?,
         longest, periods = [{idx, length}], pauses? = {{firstDay, lastDay}, ...}, record = {...} (record
         fields the caller knows: id, user, now, tz, date, freq, boards), breakdownKeys = [...]}
 
@@ -20,7 +22,7 @@ Reply: 1 written, 0 the user changed since (or does not exist): nothing written.
 ]]
 --!include lib/streak.lua
 
-local K_USER, K_OUTBOX = KEYS[1], KEYS[2]
+local K_USER, K_OUTBOX, K_HIST = KEYS[1], KEYS[2], KEYS[3]
 local expected = ARGV[1]
 local input = cjson.decode(ARGV[2])
 
@@ -30,13 +32,13 @@ seq = tonumber(seq) + 1
 
 -- The stored streak part's scalar fields: packed (s:_, s:~), or a hash of an earlier version's own fields.
 local names = { 's:_', 's:~' }
-for f in pairs(STREAK_AT) do names[#names + 1] = 's:' .. f end
+for i = 1, #STREAK_OWN do names[i + 2] = STREAK_OWN[i] end
 local got = redis.call('HMGET', K_USER, unpack(names))
 local raw = {}
 for i = 1, #names do
   if got[i] then raw[string.sub(names[i], 3)] = got[i] end
 end
-streakUnpack(raw)
+local own = streakUnpack(raw)
 local freezes = tonumber(raw.freezes or '0')
 local longest = tonumber(raw.longest or '0')
 local longestAt = raw.longestAt or '0'
@@ -57,9 +59,14 @@ local writes = { 'seq', string.format('%.0f', seq) }
 local legacy = streakPut(raw, fields, function(f, v)
   writes[#writes + 1] = 's:' .. f
   writes[#writes + 1] = v
-end)
+end, own)
 if legacy then redis.call('HDEL', K_USER, unpack(legacy)) end
 redis.call('HSET', K_USER, unpack(writes))
+if input.hist ~= nil then
+  if input.hist == '' then redis.call('DEL', K_HIST) else redis.call('SET', K_HIST, input.hist) end
+  -- Earlier versions wrote the history into the user hash instead (s:hist), leaving the key as it was.
+  redis.call('HDEL', K_USER, 's:hist')
+end
 
 local battrs = {}
 local breakdownKeys = input.breakdownKeys or {}

@@ -90,8 +90,18 @@ local STREAK_AT = {
   longestAt = 2, lengthAt = 2, metAt = 2,
 }
 
--- Spreads the packed fields over the part's named fields ('' is a field not set).
+-- Every scalar field as a field of its own (HDEL'd when the part is packed; missing ones are ignored).
+local STREAK_OWN = {
+  's:epoch', 's:length', 's:freezes', 's:longest', 's:curIdx', 's:curMet', 's:lastMet', 's:started',
+  's:longestAt', 's:lengthAt', 's:metAt',
+}
+
+-- Spreads the packed fields over the part's named fields ('' is a field not set); where both are
+-- stored, the packed ones win. Returns whether the hash holds scalar fields of their own: a hash of an
+-- earlier version (or one a process of that version wrote to since; every such write has epoch and
+-- longestAt), whose own fields the next write removes (streakPut).
 local function streakUnpack(h)
+  local own = h.epoch ~= nil or h.longestAt ~= nil
   local p = h._
   if p ~= nil then
     local epoch, length, freezes, longest, curIdx, curMet, lastMet, started =
@@ -112,12 +122,14 @@ local function streakUnpack(h)
     h.lengthAt = lengthAt ~= '' and lengthAt or nil
     h.metAt = metAt ~= '' and metAt or nil
   end
+  return own
 end
 
--- Puts the streak fields `sf` (flat name, value list) that differ from the stored part `raw` (unpacked):
--- the scalar ones as their packed fields, the others (period sums s:<metricId>, freezeInit) one by one.
--- Returns the hash fields of an earlier version to remove (their values are now packed), or nil.
-local function streakPut(raw, sf, put)
+-- Puts the streak fields `sf` (flat name, value list) that differ from the stored part `raw` (unpacked;
+-- `own`: what streakUnpack said of it): the scalar ones as their packed fields, the others (period sums
+-- s:<metricId>, freezeInit) one by one. Returns the hash fields of an earlier version to remove (their
+-- values are now packed), or nil.
+local function streakPut(raw, sf, put, own)
   local v, changed = {}, false
   for i = 1, #sf, 2 do
     local f, x = sf[i], sf[i + 1]
@@ -130,7 +142,7 @@ local function streakPut(raw, sf, put)
   end
   local s1, s2 = raw._, raw['~']
   -- Packed already, and none of them changed (a later event of a met period): nothing to pack.
-  if not changed and s1 ~= nil and s2 ~= nil then return nil end
+  if not changed and not own and s1 ~= nil and s2 ~= nil then return nil end
   local p1 = (v.epoch or raw.epoch or '') .. '|' .. (v.length or raw.length or '') .. '|'
     .. (v.freezes or raw.freezes or '') .. '|' .. (v.longest or raw.longest or '') .. '|'
     .. (v.curIdx or raw.curIdx or '') .. '|' .. (v.curMet or raw.curMet or '') .. '|'
@@ -140,22 +152,16 @@ local function streakPut(raw, sf, put)
   -- (none set and none stored: nothing to write)
   if p1 ~= s1 and not (s1 == nil and p1 == '|||||||') then put('_', p1) end
   if p2 ~= s2 and not (s2 == nil and p2 == '||') then put('~', p2) end
-  if s1 ~= nil or s2 ~= nil then return nil end
-  local legacy = nil
-  for f in pairs(STREAK_AT) do
-    if raw[f] ~= nil then
-      legacy = legacy or {}
-      legacy[#legacy + 1] = 's:' .. f
-    end
-  end
-  return legacy
+  if own then return STREAK_OWN end
+  return nil
 end
 
 -- The streak's fields (the user hash's s: part, lib/user.lua) as a state table; a different settings
 -- epoch means a discarded state.
 local function loadStreak(h, epoch)
-  streakUnpack(h)
+  local own = streakUnpack(h)
   local st = {
+    own = own,
     freezes = num(h.freezes, 0),
     longest = num(h.longest, 0),
     longestAt = num(h.longestAt, 0),
@@ -341,9 +347,13 @@ local function streakWrite(S, st, sf, periods, put, histKey, userKey)
   elseif st.staleHist then
     histWrite = false
   end
-  local legacy = streakPut(st.raw, sf, put)
+  local legacy = streakPut(st.raw, sf, put, st.own)
+  -- The period history that earlier versions' streak recompute wrote into the user hash (s:hist)
+  -- instead of the history key: never read here, removed.
+  local staleHist = st.raw.hist ~= nil
   return function()
     if legacy then redis.call('HDEL', userKey, unpack(legacy)) end
+    if staleHist then redis.call('HDEL', userKey, 's:hist') end
     if histWrite then
       redis.call('SET', histKey, histWrite)
     elseif histWrite == false then

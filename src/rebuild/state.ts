@@ -46,6 +46,16 @@ import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-cou
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
 
+/**
+ * A user's streak fields as last written (user_states.streak), but `hist`: earlier versions' streak
+ * recompute listed the period history among them, and the history is the history key's
+ * (streakHistory below), never a field of the user hash.
+ */
+function streakFields(stored: Record<string, string> | undefined): Record<string, string> {
+  const { hist: _hist, ...fields } = stored ?? {};
+  return fields;
+}
+
 type TriggerRow = typeof pointsTriggers.$inferSelect;
 type AchievementRow = typeof achievements.$inferSelect;
 type BoardRow = typeof leaderboards.$inferSelect;
@@ -334,7 +344,7 @@ export async function loadUserStates(
       counters,
       achievements: {},
       points,
-      streak: { ...(state?.streak ?? {}) },
+      streak: streakFields(state?.streak),
       idem,
       idemExpireAt,
       boards: boardsBy.get(u.id) ?? {},

@@ -76,17 +76,24 @@ export const STREAK_PACKS = {
 
 const PACKED_FIELDS = new Set<string>(Object.values(STREAK_PACKS).flat());
 
-/** Spreads the packed fields over the part's named fields ('' is a field not set), in place. */
+/**
+ * Spreads the packed fields over the part's named fields ('' is a field not set), in place. Where a
+ * hash holds both (fields of their own that a process of an earlier version wrote since), the packed
+ * ones win, as in lua/lib/streak.lua streakUnpack.
+ */
 function unpackStreak(streak: Record<string, string>): void {
   for (const [name, fields] of Object.entries(STREAK_PACKS)) {
     const packed = streak[name];
     if (packed === undefined) continue;
     delete streak[name];
+    // Fewer values than fields (a damaged value): none is read, as the Lua pattern matches nothing.
     const values = packed.split('|');
+    if (values.length < fields.length) values.length = 0;
     for (let i = 0; i < fields.length; i++) {
       // The last value is the rest of the string, as the Lua pattern reads it.
       const v = i === fields.length - 1 ? values.slice(i).join('|') : values[i];
       if (v !== undefined && v !== '') streak[fields[i]!] = v;
+      else delete streak[fields[i]!];
     }
   }
 }

@@ -284,9 +284,10 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
       );
       const k = deps.keys.user(id);
       const ok = await deps.redis.recomputeStreak(
-        2,
+        3,
         k.hash,
         k.outbox,
+        k.streakHistory,
         String(seq),
         JSON.stringify(recomputeInput(snap, r, { id, tz, date, now })),
       );
@@ -353,7 +354,14 @@ export async function refreshStreakExpiry(deps: Deps, userId: string): Promise<b
       breakdownKeys: battrKeys,
       record: { id: randomUUID(), user: userId, now: reachedAt, tz, date, freq: s.frequency, boards },
     };
-    const ok = await deps.redis.recomputeStreak(2, k.hash, k.outbox, seq, JSON.stringify(input));
+    const ok = await deps.redis.recomputeStreak(
+      3,
+      k.hash,
+      k.outbox,
+      k.streakHistory,
+      seq,
+      JSON.stringify(input),
+    );
     if (ok !== 1) continue;
     const breakdown: Record<string, string> = {};
     for (const key of battrKeys) {
@@ -414,11 +422,11 @@ function recomputeInput(
   ];
   if (r.lastMet !== undefined) fields.push('lastMet', String(r.lastMet));
   for (const c of s.conditions) fields.push(`s:${c.metricId}`, String(r.sums[c.metricId] ?? 0));
+  // The period history key's new value (lua/lib/streak.lua), written by the script with the fields.
   const hist = r.periods
     .slice(-HIST_MAX)
     .map((p) => `${p.idx}:${p.length}`)
     .join(',');
-  fields.push('hist', hist);
   const boards = snap.leaderboards
     .filter((b) => b.rankBy === 'streak' && leaderboardStatus(b, u.now) === 'active')
     .map((b) => ({ board: b, run: runContaining(b, u.date) }))
@@ -428,6 +436,7 @@ function recomputeInput(
   return {
     epoch: s.epoch,
     fields,
+    hist,
     length: r.length,
     lastMet: r.lastMet,
     started: r.started,

@@ -343,6 +343,43 @@ describe('packed streak fields', () => {
     expect(await differencesOf('packed-2')).toEqual([]);
   });
 
+  it('reads the packed fields where a process of the earlier version also wrote its own, and removes those', async () => {
+    const base = Date.parse('2025-11-15T12:00:00Z');
+    for (const d of [0, 1]) {
+      t.clock.set(base + d * DAY);
+      expect((await send('packed-4', 1)).status).toBe(201);
+    }
+    const k = t.deps.keys.user('packed-4');
+    const packed = splitUserHash(await t.deps.redis.hgetall(k.hash)).streak;
+    // An earlier version reads no epoch in a packed hash, so its op starts the streak anew and writes
+    // every scalar field of its own.
+    const own: Record<string, string> = {};
+    for (const f of SCALARS)
+      own[`s:${f}`] = f === 'started' ? '2025-11-16' : f === 'epoch' ? packed.epoch! : '1';
+    await t.deps.redis.hset(k.hash, own);
+    expect(splitUserHash(await t.deps.redis.hgetall(k.hash)).streak).toEqual(packed);
+    const next = await send('packed-4', 1);
+    expect(next.body.currentStreak).toMatchObject({ length: 2, started: '2025-11-15' });
+    expect(await streakFieldsOf('packed-4')).toEqual(['s:_', 's:~']);
+  });
+
+  it("removes the period history an earlier version's recompute wrote into the user hash", async () => {
+    t.clock.set(Date.parse('2025-11-25T12:00:00Z'));
+    expect((await send('packed-5', 1)).status).toBe(201);
+    await drain(t);
+    const k = t.deps.keys.user('packed-5');
+    const history = await t.deps.redis.get(k.streakHistory);
+    // Where an earlier version's recompute put the history: the user hash and user_states.streak.
+    await t.deps.redis.hset(k.hash, 's:hist', '20000:1');
+    await t.deps
+      .sql`update user_states set streak = streak || '{"hist":"20000:1"}'::jsonb where user_id = 'packed-5'`;
+    expect((await send('packed-5', 1)).status).toBe(201);
+    expect(await streakFieldsOf('packed-5')).toEqual(['s:_', 's:~']);
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(history);
+    await drain(t);
+    expect(await differencesOf('packed-5')).toEqual([]);
+  });
+
   it("packs an earlier version's fields when its streak is recomputed", async () => {
     t.clock.set(Date.parse('2025-11-20T12:00:00Z'));
     expect((await send('packed-3', 1)).status).toBe(201);

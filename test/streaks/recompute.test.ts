@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { updateStreakSettings } from '../../src/admin/streak-settings';
+import { periodIndex } from '../../src/engine/periods';
+import { verifyState } from '../../src/rebuild/verify';
 import { computeStreak, STREAK_EPOCH_LEASE_MS } from '../../src/services/streak-recompute';
 import { Scheduler } from '../../src/workers/scheduler';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
@@ -55,6 +57,11 @@ describe('streak settings changes', () => {
     await settings({ frequency: 'weekly' });
     // One ISO week (10-16 March) met by both.
     expect(await streakOf('rc-a')).toMatchObject({ length: 1, started: '2025-03-10' });
+    // The recomputed period history is the streak history key's, not a field of the user hash (which
+    // would leave the hash's compact encoding), and has the new frequency's periods only.
+    const k = t.deps.keys.user('rc-a');
+    expect(await t.deps.redis.hexists(k.hash, 's:hist')).toBe(0);
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(`${periodIndex('weekly', '2025-03-10')}:1`);
     expect((await streakOf('rc-b')).length).toBe(1);
     await t.settle();
     expect(await active()).toEqual(
@@ -67,12 +74,17 @@ describe('streak settings changes', () => {
 
     await settings({ frequency: 'daily' });
     expect(await streakOf('rc-a')).toMatchObject({ length: 3, started: '2025-03-10' });
+    const d10 = periodIndex('daily', '2025-03-10');
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(`${d10}:1,${d10 + 1}:2,${d10 + 2}:3`);
     // Meeting today again keeps counting on the recomputed streak.
     t.clock.set(day(13));
     expect((await send(t, m.key, 'rc-a', 1)).currentStreak.length).toBe(4);
     await t.settle();
     expect((await active())[0]).toEqual(['rc-a', 4]);
     expect((await standings(t, board.key))[0]).toEqual(['rc-a', 4]);
+    expect(await t.deps.redis.get(k.streakHistory)).toBe(`${d10}:1,${d10 + 1}:2,${d10 + 2}:3,${d10 + 3}:4`);
+    expect(await t.deps.redis.object('ENCODING', k.hash)).toBe('listpack');
+    expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 
   it('disabling empties rankings and streak leaderboards; after enabling old lengths push nobody down', async () => {

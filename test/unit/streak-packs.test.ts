@@ -46,6 +46,28 @@ describe('packed streak fields', () => {
     });
   });
 
+  it('reads the packed fields where the hash also holds fields of their own (the packed ones win)', () => {
+    // What a process of the earlier version leaves when it writes to a packed hash.
+    const both = {
+      's:_': '5|0|2|0|20165|0||',
+      's:started': '2025-03-15',
+      's:lastMet': '20162',
+      's:length': '1',
+    };
+    expect(splitUserHash(both).streak).toEqual({
+      epoch: '5',
+      length: '0',
+      freezes: '2',
+      longest: '0',
+      curIdx: '20165',
+      curMet: '0',
+    });
+  });
+
+  it('reads nothing of a damaged packed value, as the Lua pattern matches nothing', () => {
+    expect(splitUserHash({ 's:_': '5|0', 's:length': '3' }).streak).toEqual({});
+  });
+
   it('leaves a pack out when none of its fields is set', () => {
     expect(joinUserHash({ streak: { pauses: '[]' } })).toEqual({ 's:pauses': '[]' });
   });
