@@ -90,7 +90,8 @@ local STREAK_AT = {
   longestAt = 2, lengthAt = 2, metAt = 2,
 }
 
--- Every scalar field as a field of its own (HDEL'd when the part is packed; missing ones are ignored).
+-- Every scalar field as a field of its own (HDEL'd when the part is packed; missing ones are ignored):
+-- STREAK_AT's names, listed again because a Function library's load may not call pairs.
 local STREAK_OWN = {
   's:epoch', 's:length', 's:freezes', 's:longest', 's:curIdx', 's:curMet', 's:lastMet', 's:started',
   's:longestAt', 's:lengthAt', 's:metAt',
