@@ -70,6 +70,17 @@ order, checks every bound before anything is written, then writes (one HSET of t
 ]]
 
 
+-- The standard library the op reads, as upvalues of this chunk rather than globals. A Redis Function's
+-- globals are an empty table whose metatable finds them, so each global read there costs two table
+-- lookups and a metamethod (about 60 a new user's event). Its library loads with none of them
+-- reachable, so they are bound at the first call (run); `redis` stays a global, which the Function's
+-- registration at the end reads while loading. globalsNow is compiled before the locals below, so the
+-- names in it are the globals.
+local function globalsNow()
+  return string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
+end
+local string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
+
 --!include lib/numbers.lua
 --!include lib/filters.lua
 --!include lib/user.lua
@@ -117,6 +128,11 @@ end
 -- The KEYS of one op of a multi-op call, and of one fused board move: tables kept from op to op (an
 -- op does not keep them past its own end) rather than made and grown anew for each.
 local OP_KEYS, MOVE_KEYS = {}, {}
+
+-- The user hash's streak and board fields (put through lib/user.lua's write buffer, which an op
+-- resets): functions of the chunk rather than closures made for each op.
+local function putStreakField(f, val) userPut('s:', f, val) end
+local function putBoardField(f, raw) userPut('b:', f, raw) end
 
 local function err(code, extra)
   local e = extra or {}
@@ -262,7 +278,7 @@ local function applyOne(KEYS, ARGV, quiet)
     st.length = 0
   end
 
-  local boardValue, boardStore = userBoards(U.boards, function(f, raw) put('b:', f, raw) end)
+  local boardValue, boardStore = userBoards(U.boards, putBoardField)
   local boardValues = {}
   if op == 'event' and v ~= 0 then
     for _k = 1, #ctx.boards do
@@ -289,28 +305,20 @@ local function applyOne(KEYS, ARGV, quiet)
   if op == 'restore' then restore = streakRestore(S, st, streakHistory(st, K_HIST), input.fromIdx, cur, now) end
 
   -- ------------------------------------------------------------ compute the writes
-  -- Writes wait (later) until every points total is known to stay within its bound
-  -- (POINTS_OVERFLOW): a refused op writes nothing. Nothing computed below reads what they write.
-  local deferred = {}
-  local function later(f) deferred[#deferred + 1] = f end
-
+  -- Writes other than the user hash's (put, flushed at the end) wait until every points total is known
+  -- to stay within its bound (POINTS_OVERFLOW): a refused op writes nothing. What they write is kept in
+  -- locals (premoved, the streak's sLegacy, sStaleHist and sHist, awardLists) and written under "write"
+  -- below; nothing computed before then reads it.
   local created = not exists
   local pfields, profileChanged, seq, premoved = upsertProfile(prof, user, now, created)
   for i = 1, #pfields, 2 do put('', pfields[i], pfields[i + 1]) end
-  if premoved then later(function() redis.call('HDEL', K_USER, unpack(premoved)) end) end
-  if created then later(function() redis.call('ZADD', K_USERS, 'NX', fmt(now), user.id) end) end
 
   if created and S.freezesOn and st.freezeInit == nil then
     st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
     st.freezeInit = '1'
   end
 
-  if op == 'event' then
-    put('m:', metricId, fmt(total1))
-    later(function()
-      if input.idem then idemRemember(K_IDEM, input.idem.oldKi and KEYS[input.idem.oldKi], input.idem, input.eventId, now) end
-    end)
-  end
+  if op == 'event' then put('m:', metricId, fmt(total1)) end
 
   -- Streak: the current period becomes met?
   local increased = false
@@ -328,9 +336,11 @@ local function applyOne(KEYS, ARGV, quiet)
   if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
 
   local sh = nil
+  local sWritten, sLegacy, sStaleHist, sHist = false, nil, false, nil
   if S.on or st.freezeInit or granted then
     sh = streakFields(S, st, sums)
-    later(streakWrite(S, st, sh, periods, function(f, val) put('s:', f, val) end, K_HIST, K_USER))
+    sWritten = true
+    sLegacy, sStaleHist, sHist = streakWrite(S, st, sh, periods, putStreakField, K_HIST)
     if st.started == '' then st.started = nil end
   end
 
@@ -351,6 +361,8 @@ local function applyOne(KEYS, ARGV, quiet)
   -- the systems' and levels' wire objects as configured at commit (ARGV[3]).
   local levelNews = false
   local pointsOverflow = false
+  -- Per system with awards: its recent awards list's KEYS index, then the awards (written below).
+  local awardLists = nil
   local pctx = {
     op = op, created = created, attrs = attrs, eattrs = eattrs, boosts = ctx.boosts,
     counters = counters, counter = counter, stored = stored, grant = input.grant,
@@ -366,14 +378,10 @@ local function applyOne(KEYS, ARGV, quiet)
     if not created then lb = levelAt(sys.lv, before) end
     local la = levelAt(sys.lv, total)
     if #awards > 0 then
-      local listKey = KEYS[6 + i]
       put('n:', sys.id, fmt(total))
-      later(function()
-        local length = 0
-        for _k = 1, #awards do local a = awards[_k] length = redis.call('LPUSH', listKey, awardEntry(a)) end
-        -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
-        if length > 10 then redis.call('LTRIM', listKey, '0', '9') end
-      end)
+      awardLists = awardLists or {}
+      awardLists[#awardLists + 1] = 6 + i
+      awardLists[#awardLists + 1] = awards
       pointsReply[#pointsReply + 1] = { sys = sys.id, total = total, added = total - before, awards = awards, lb = lb, la = la }
       pointsAdded[sys.id] = total - before
       levelNews = true
@@ -387,7 +395,21 @@ local function applyOne(KEYS, ARGV, quiet)
 
   -- ------------------------------------------------------------ write
 
-  for _k = 1, #deferred do local f = deferred[_k] f() end
+  if premoved then redis.call('HDEL', K_USER, unpack(premoved)) end
+  if created then redis.call('ZADD', K_USERS, 'NX', fmt(now), user.id) end
+  if op == 'event' and input.idem then
+    idemRemember(K_IDEM, input.idem.oldKi and KEYS[input.idem.oldKi], input.idem, input.eventId, now)
+  end
+  if sWritten then streakCommit(sLegacy, sStaleHist, sHist, K_HIST, K_USER) end
+  if awardLists then
+    for j = 1, #awardLists, 2 do
+      local listKey, awards = KEYS[awardLists[j]], awardLists[j + 1]
+      local length = 0
+      for _k = 1, #awards do length = redis.call('LPUSH', listKey, awardEntry(awards[_k])) end
+      -- The newest RECENT_AWARDS (src/services/points-reads.ts); older ones are read from points_awards.
+      if length > 10 then redis.call('LTRIM', listKey, '0', '9') end
+    end
+  end
 
   local cw = {}
   for f, val in pairs(counters) do
@@ -548,6 +570,10 @@ local function applyOne(KEYS, ARGV, quiet)
 end
 
 local function run(KEYS, ARGV)
+  if string == nil then
+    string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
+    guardNoFields()
+  end
   boardEdgesReset()
   local mode = ARGV[1]
   if mode ~= '__multi' and mode ~= '__multi_full' and mode ~= '__multi_node' then return applyOne(KEYS, ARGV) end

@@ -15,6 +15,9 @@ local function attributesOf(stored, user)
   return attrs
 end
 
+-- What a request without attributes or preferences iterates (never written).
+local NO_PAIRS = {}
+
 -- Upserts the request's user fields into prof (only the fields provided; attributes and preferences
 -- merge per key) and moves seq on. Returns the flat fields to write, whether the profile changed, the
 -- new seq, and the fields to remove (or nil).
@@ -55,10 +58,10 @@ local function upsertProfile(prof, user, now, created)
   if user.tz then set('tz', user.tz) end
   if user.dt then setOrDefault('dt', user.dt, '[]') end
   if user.sub ~= nil then setOrDefault('sub', user.sub and '1' or '0', '1') end
-  for k, val in pairs(user.attrs or {}) do set('a:' .. k, val) end
+  for k, val in pairs(user.attrs or NO_PAIRS) do set('a:' .. k, val) end
   -- Each preference type sent replaces its channel list (a JSON array string, so cjson never
   -- re-encodes an empty list as {}).
-  for k, val in pairs(user.prefs or {}) do set('p:' .. k, val) end
+  for k, val in pairs(user.prefs or NO_PAIRS) do set('p:' .. k, val) end
   if changed and not created then
     local at = fmt(now)
     if at ~= prof.created then set('updated', at) end

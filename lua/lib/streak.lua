@@ -335,11 +335,11 @@ local function streakFields(S, st, sums)
   return sf
 end
 
--- The streak fields that changed (put(field, value): an event later in a met period changes its sums
--- alone; streakPut), and a function writing the period history (appended, or dropped with a discarded
--- epoch) and removing an earlier version's scalar fields from `userKey`. `periods` are the op's new
--- periods.
-local function streakWrite(S, st, sf, periods, put, histKey, userKey)
+-- Puts the streak fields that changed (put(field, value): an event later in a met period changes its
+-- sums alone; streakPut) and returns what streakCommit writes later: an earlier version's scalar fields
+-- to remove, whether an earlier recompute's s:hist is to go, and the period history (appended, false
+-- to drop it with a discarded epoch, nil to leave it). `periods` are the op's new periods.
+local function streakWrite(S, st, sf, periods, put, histKey)
   local histWrite = nil
   if S.on and #periods > 0 then
     local entries = {}
@@ -351,14 +351,16 @@ local function streakWrite(S, st, sf, periods, put, histKey, userKey)
   local legacy = streakPut(st.raw, sf, put, st.own)
   -- The period history that earlier versions' streak recompute wrote into the user hash (s:hist)
   -- instead of the history key: never read here, removed.
-  local staleHist = st.raw.hist ~= nil
-  return function()
-    if legacy then redis.call('HDEL', userKey, unpack(legacy)) end
-    if staleHist then redis.call('HDEL', userKey, 's:hist') end
-    if histWrite then
-      redis.call('SET', histKey, histWrite)
-    elseif histWrite == false then
-      redis.call('DEL', histKey)
-    end
+  return legacy, st.raw.hist ~= nil, histWrite
+end
+
+-- Applies what streakWrite returned, once every check of the op has passed.
+local function streakCommit(legacy, staleHist, histWrite, histKey, userKey)
+  if legacy then redis.call('HDEL', userKey, unpack(legacy)) end
+  if staleHist then redis.call('HDEL', userKey, 's:hist') end
+  if histWrite then
+    redis.call('SET', histKey, histWrite)
+  elseif histWrite == false then
+    redis.call('DEL', histKey)
   end
 end

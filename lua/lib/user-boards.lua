@@ -4,6 +4,14 @@
 -- previous run after a change of zone), so it never outgrows the boards.
 --!include lib/numbers.lua
 
+-- A board's slot when the user has no value on it (most boards of a new user's op): read only.
+local NO_SLOT = {}
+
+local function boardSlotEntry(raw)
+  local r, val = string.match(raw, '^([^|]*)|(.*)$')
+  return { run = r, value = tonumber(val), raw = raw }
+end
+
 -- Returns value(id, run) and store(id, run, value) over the part `h` (boardId -> raw); store writes
 -- through put(field, raw).
 local function userBoards(h, put)
@@ -11,13 +19,13 @@ local function userBoards(h, put)
   local function slot(id)
     local s = slots[id]
     if not s then
-      s = {}
-      local vals = { h[id], h[id .. '~'] }
-      for j = 1, 2 do
-        if vals[j] then
-          local r, val = string.match(vals[j], '^([^|]*)|(.*)$')
-          s[j] = { run = r, value = tonumber(val), raw = vals[j] }
-        end
+      local latest, before = h[id], h[id .. '~']
+      if latest or before then
+        s = {}
+        if latest then s[1] = boardSlotEntry(latest) end
+        if before then s[2] = boardSlotEntry(before) end
+      else
+        s = NO_SLOT
       end
       slots[id] = s
     end

@@ -28,23 +28,35 @@ local function learnField(f)
 end
 
 -- The user hash split into its parts (fields without their prefix); profile holds the rest, and attrs
--- the profile's attributes again by their keys (a:<key> -> <key>), read only: a user without any
--- shares NO_ATTRS.
-local NO_ATTRS = {}
+-- the profile's attributes again by their keys (a:<key> -> <key>). The parts an op only reads (attrs,
+-- metrics, counters, points, streak, boards, applied) are made when the hash has a field of theirs: a
+-- user without any shares NO_FIELDS (a table made and collected for each op costs more than the
+-- lookups), which refuses writes once guardNoFields has run (a Function's library cannot call
+-- setmetatable while it loads: lua/applyUserOp.lua runs it at the first call). profile and
+-- achievements are written, so each op has its own.
+local NO_FIELDS = {}
+local function guardNoFields()
+  setmetatable(NO_FIELDS, { __newindex = function() error('loadUser: a part without fields is read only') end })
+end
 local function loadUser(key)
   local raw = redis.call('HGETALL', key)
-  local u = { profile = {}, attrs = NO_ATTRS, metrics = {}, counters = {}, achievements = {}, points = {}, streak = {}, boards = {}, applied = {} }
+  local u = {
+    profile = {}, attrs = NO_FIELDS, metrics = NO_FIELDS, counters = NO_FIELDS, achievements = {},
+    points = NO_FIELDS, streak = NO_FIELDS, boards = NO_FIELDS, applied = NO_FIELDS,
+  }
   for i = 1, #raw, 2 do
     local f, v = raw[i], raw[i + 1]
     local part = FIELD_PART[f] or learnField(f)
     if part == 'profile' then
       u.profile[f] = v
-    elseif part == 'attrs' then
-      u.profile[f] = v
-      if u.attrs == NO_ATTRS then u.attrs = {} end
-      u.attrs[FIELD_NAME[f]] = v
     else
-      u[part][FIELD_NAME[f]] = v
+      if part == 'attrs' then u.profile[f] = v end
+      local t = u[part]
+      if t == NO_FIELDS then
+        t = {}
+        u[part] = t
+      end
+      t[FIELD_NAME[f]] = v
     end
   end
   return u
