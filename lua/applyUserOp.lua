@@ -128,6 +128,8 @@ end
 -- The KEYS of one op of a multi-op call, and of one fused board move: tables kept from op to op (an
 -- op does not keep them past its own end) rather than made and grown anew for each.
 local OP_KEYS, MOVE_KEYS = {}, {}
+-- An op's ARGV in a multi-op call, likewise.
+local OP_ARGS = {}
 
 -- The user hash's streak and board fields (put through lib/user.lua's write buffer, which an op
 -- resets): functions of the chunk rather than closures made for each op.
@@ -278,13 +280,15 @@ local function applyOne(KEYS, ARGV, quiet)
     st.length = 0
   end
 
-  local boardValue, boardStore = userBoards(U.boards, putBoardField)
-  local boardValues = {}
+  userBoards(U.boards, putBoardField)
+  -- nvAt[i]: the user's new value on ctx.boards[i]; the metric boards' here, before the overflow check,
+  -- the others' with the points below (the fused moves find theirs by that index).
+  local nvAt = {}
   if op == 'event' and v ~= 0 then
     for _k = 1, #ctx.boards do
       local b = ctx.boards[_k]
       if b.kind == 'metric' and b.ref == metricId then
-        boardValues[b.id .. '|' .. b.run] = bounded(boardValue(b.id, b.run) + v)
+        nvAt[_k] = bounded(boardValue(b.id, b.run) + v)
       end
     end
   end
@@ -310,8 +314,7 @@ local function applyOne(KEYS, ARGV, quiet)
   -- locals (premoved, the streak's sLegacy, sStaleHist and sHist, awardLists) and written under "write"
   -- below; nothing computed before then reads it.
   local created = not exists
-  local pfields, profileChanged, seq, premoved = upsertProfile(prof, user, now, created)
-  for i = 1, #pfields, 2 do put('', pfields[i], pfields[i + 1]) end
+  local profileChanged, seq, premoved = upsertProfile(prof, user, now, created, put)
 
   if created and S.freezesOn and st.freezeInit == nil then
     st.freezes = math.min(math.max(st.freezes, S.initF), math.max(st.freezes, S.maxF))
@@ -419,14 +422,12 @@ local function applyOne(KEYS, ARGV, quiet)
   end
 
   -- Per-run leaderboard values (the boards' own scripts rank them).
-  -- nvAt[i]: the new value on ctx.boards[i] (the fused moves below find theirs by that index).
-  local boards, nvAt = {}, {}
+  local boards = {}
   for i = 1, #ctx.boards do
     local b = ctx.boards[i]
-    local f = b.id .. '|' .. b.run
     local nv = nil
-    if b.kind == 'metric' and boardValues[f] ~= nil then
-      nv = boardValues[f]
+    if b.kind == 'metric' then
+      nv = nvAt[i]
     elseif b.kind == 'points' and pointsAdded[b.ref] then
       nv = boardValue(b.id, b.run) + pointsAdded[b.ref]
     elseif b.kind == 'streak' and streakChanged then
@@ -445,7 +446,6 @@ local function applyOne(KEYS, ARGV, quiet)
   -- without writing anything and is left to the caller.
   local moves = nil
   if ctx.fuse then
-    local applied = {}
     for _k = 1, #ctx.fuse do
       local f = ctx.fuse[_k]
       local fb = ctx.boards[f.b]
@@ -459,24 +459,21 @@ local function applyOne(KEYS, ARGV, quiet)
         m.id = fb.id
         moves = moves or {}
         moves[#moves + 1] = m
-        if not m.err then applied[#applied + 1] = fb.id end
-      end
-    end
-    if #applied > 0 then
-      -- The outbox record says so (board.ap), so the history writer does not look these moves up (it
-      -- reads the board's member entry for the moves the caller applies itself).
-      local moved = {}
-      for _k = 1, #applied do local id = applied[_k] moved[id] = true end
-      for _k = 1, #boards do
-        local b = boards[_k]
-        if moved[b.id] then b.ap = true end
+        if not m.err then
+          -- The outbox record says so (board.ap), so the history writer does not look this move up (it
+          -- reads the board's member entry for the moves the caller applies itself).
+          for _j = 1, #boards do
+            local b = boards[_j]
+            if b.id == fb.id then b.ap = true end
+          end
+        end
       end
     end
   end
   flush(K_USER)
 
   local battrs = {}
-  local breakdownKeys = plan.breakdownKeys or {}
+  local breakdownKeys = plan.breakdownKeys or NO_FIELDS
   for _k = 1, #breakdownKeys do
     local k = breakdownKeys[_k]
     if attrs[k] then battrs[k] = attrs[k] end
@@ -616,7 +613,8 @@ local function run(KEYS, ARGV)
       for j = 1, nExtra do K[nOwn + nTail + j] = KS[at + nOwn + j] end
       for j = n + 1, #K do K[j] = nil end
       at = at + nOwn + nExtra
-      local args = { plan, ARGV[i + 2], wire, ctx }
+      local args = OP_ARGS
+      args[1], args[2], args[3], args[4] = plan, ARGV[i + 2], wire, ctx
       if quiet then
         replies[#replies + 1] = applyOne(K, args, true)
       else

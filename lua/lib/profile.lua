@@ -19,21 +19,19 @@ end
 local NO_PAIRS = {}
 
 -- Upserts the request's user fields into prof (only the fields provided; attributes and preferences
--- merge per key) and moves seq on. Returns the flat fields to write, whether the profile changed, the
--- new seq, and the fields to remove (or nil).
+-- merge per key) and moves seq on, putting each field to write (put(field, value), lib/user.lua's
+-- buffer). Returns whether the profile changed, the new seq, and the fields to remove (or nil).
 --
 -- Three fields are stored only while they differ from their defaults, so that a new user's hash holds
 -- fewer fields and the stored form of a profile is one (src/redis/user-hash.ts compactProfile, which
 -- rebuild writes): sub absent is subscribed ('1'), dt absent no device tokens ('[]'), updated absent
 -- the creation time. A request that sets sub or dt back to its default removes the field.
-local function upsertProfile(prof, user, now, created)
-  local fields = {}
+local function upsertProfile(prof, user, now, created, put)
   local removed = nil
   local changed = created
   local function set(field, value)
     if prof[field] ~= value then
-      fields[#fields + 1] = field
-      fields[#fields + 1] = value
+      put('', field, value)
       prof[field] = value
       changed = true
     end
@@ -67,7 +65,6 @@ local function upsertProfile(prof, user, now, created)
     if at ~= prof.created then set('updated', at) end
   end
   local seq = num(prof.seq, 0) + 1
-  fields[#fields + 1] = 'seq'
-  fields[#fields + 1] = fmt(seq)
-  return fields, changed, seq, removed
+  put('', 'seq', fmt(seq))
+  return changed, seq, removed
 end

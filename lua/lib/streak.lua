@@ -131,7 +131,13 @@ end
 -- s:<metricId>, freezeInit) one by one. Returns the hash fields of an earlier version to remove (their
 -- values are now packed), or nil.
 local function streakPut(raw, sf, put, own)
-  local v, changed = {}, false
+  -- v holds the scalar fields of sf by name: made with all eleven keys (nil), so that setting them
+  -- does not grow the table four times over.
+  local v = {
+    epoch = nil, length = nil, freezes = nil, longest = nil, curIdx = nil, curMet = nil, lastMet = nil,
+    started = nil, longestAt = nil, lengthAt = nil, metAt = nil,
+  }
+  local changed = false
   for i = 1, #sf, 2 do
     local f, x = sf[i], sf[i + 1]
     if STREAK_AT[f] then

@@ -12,42 +12,50 @@ local function boardSlotEntry(raw)
   return { run = r, value = tonumber(val), raw = raw }
 end
 
--- Returns value(id, run) and store(id, run, value) over the part `h` (boardId -> raw); store writes
--- through put(field, raw).
+-- The op's part and writer, and the slots it has parsed (by board id): set by userBoards for each op
+-- (ops are applied one at a time, also in a multi-op call), so that boardValue and boardStore are
+-- functions of the chunk rather than closures made for every op.
+local UB_PART, UB_PUT, UB_SLOTS = nil, nil, nil
+
+-- Starts an op's boards over the part `h` (boardId -> raw); boardStore writes through put(field, raw).
 local function userBoards(h, put)
-  local slots = {}
-  local function slot(id)
-    local s = slots[id]
-    if not s then
-      local latest, before = h[id], h[id .. '~']
-      if latest or before then
-        s = {}
-        if latest then s[1] = boardSlotEntry(latest) end
-        if before then s[2] = boardSlotEntry(before) end
-      else
-        s = NO_SLOT
-      end
-      slots[id] = s
+  UB_PART, UB_PUT, UB_SLOTS = h, put, {}
+end
+
+local function boardSlot(id)
+  local s = UB_SLOTS[id]
+  if not s then
+    local latest, before = UB_PART[id], UB_PART[id .. '~']
+    if latest or before then
+      s = {}
+      if latest then s[1] = boardSlotEntry(latest) end
+      if before then s[2] = boardSlotEntry(before) end
+    else
+      s = NO_SLOT
     end
-    return s
+    UB_SLOTS[id] = s
   end
-  local function value(id, run)
-    local s = slot(id)
-    if s[1] and s[1].run == run then return s[1].value end
-    if s[2] and s[2].run == run then return s[2].value end
-    return 0
+  return s
+end
+
+-- The user's value on run `run` of board `id` (0 without one).
+local function boardValue(id, run)
+  local s = boardSlot(id)
+  if s[1] and s[1].run == run then return s[1].value end
+  if s[2] and s[2].run == run then return s[2].value end
+  return 0
+end
+
+-- Sets the user's value on run `run` of board `id`, keeping the run before it when `run` is newer.
+local function boardStore(id, run, v)
+  local s = boardSlot(id)
+  local raw = run .. '|' .. fmt(v)
+  if s[1] == nil or s[1].run == run then
+    UB_PUT(id, raw)
+  elseif run > s[1].run then
+    UB_PUT(id, raw)
+    UB_PUT(id .. '~', s[1].raw)
+  elseif s[2] == nil or run >= s[2].run then
+    UB_PUT(id .. '~', raw)
   end
-  local function store(id, run, v)
-    local s = slot(id)
-    local raw = run .. '|' .. fmt(v)
-    if s[1] == nil or s[1].run == run then
-      put(id, raw)
-    elseif run > s[1].run then
-      put(id, raw)
-      put(id .. '~', s[1].raw)
-    elseif s[2] == nil or run >= s[2].run then
-      put(id .. '~', raw)
-    end
-  end
-  return value, store
 end
