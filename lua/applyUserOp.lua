@@ -125,11 +125,43 @@ local function derivedId(eventId, k)
   return string.sub(eventId, 1, 24) .. string.format('%012x', (tail + k) % 281474976710656)
 end
 
+-- The op being applied (applyOne sets them for each op; ops are applied one at a time, also in a
+-- multi-op call), so that nextId, stored, counter and bounded are functions of the chunk rather than
+-- closures made for every op: its event id and the ids it has minted, its user's stored counters
+-- (the hash's c: part), the running counters it changes (written at the end), and whether a sum it
+-- computed passed MAX_SAFE.
+local OP_EVENT_ID, OP_IDS, OP_STORED, OP_COUNTERS, OP_OVERFLOW = nil, 0, nil, nil, false
+
+-- The op's next id (its completions' and awards', in the order it makes them).
+local function nextId()
+  OP_IDS = OP_IDS + 1
+  return derivedId(OP_EVENT_ID, OP_IDS)
+end
+
+-- A running counter's stored value, and its value in this op.
+local function stored(field)
+  return num(OP_STORED[field], 0)
+end
+local function counter(field)
+  local c = OP_COUNTERS[field]
+  if c == nil then
+    c = stored(field)
+    OP_COUNTERS[field] = c
+  end
+  return c
+end
+
+-- A sum as it is, noting whether it passed MAX_SAFE (the op then fails with OVERFLOW).
+local function bounded(value)
+  if math.abs(value) > MAX_SAFE then OP_OVERFLOW = true end
+  return value
+end
+
 -- The KEYS of one op of a multi-op call, and of one fused board move: tables kept from op to op (an
 -- op does not keep them past its own end) rather than made and grown anew for each.
 local OP_KEYS, MOVE_KEYS = {}, {}
--- An op's ARGV in a multi-op call, likewise.
-local OP_ARGS = {}
+-- An op's ARGV in a multi-op call, and a fused move's, likewise.
+local OP_ARGS, MOVE_ARGS = {}, {}
 
 -- The user hash's streak and board fields (put through lib/user.lua's write buffer, which an op
 -- resets): functions of the chunk rather than closures made for each op.
@@ -167,11 +199,7 @@ local function applyOne(KEYS, ARGV, quiet)
   local cur = input.periodIdx
 
   -- Ids of the op's completions and awards, in the order it makes them.
-  local idsUsed = 0
-  local function nextId()
-    idsUsed = idsUsed + 1
-    return derivedId(input.eventId, idsUsed)
-  end
+  OP_EVENT_ID, OP_IDS = input.eventId, 0
 
   -- ------------------------------------------------------------ read and check
 
@@ -228,22 +256,12 @@ local function applyOne(KEYS, ARGV, quiet)
   -- Running counters (filtered achievement totals, trigger totals and marks, slots): the ones this op
   -- changes, written at the end.
   local counters = {}
-  local function stored(field)
-    return num(U.counters[field], 0)
-  end
-  local function counter(field)
-    if counters[field] == nil then counters[field] = stored(field) end
-    return counters[field]
-  end
+  OP_STORED, OP_COUNTERS = U.counters, counters
 
-  -- Event sums: every new running value first, so an overflow changes nothing.
-  local overflow = false
-  local function bounded(value)
-    if math.abs(value) > MAX_SAFE then overflow = true end
-    return value
-  end
+  -- Event sums: every new running value first (bounded), so an overflow changes nothing.
+  OP_OVERFLOW = false
   local v = 0
-  local eattrs = input.eattrs or {}
+  local eattrs = input.eattrs or NO_FIELDS
   local total1 = 0
   if op == 'event' then
     v = tonumber(input.value)
@@ -293,7 +311,7 @@ local function applyOne(KEYS, ARGV, quiet)
     end
   end
 
-  if overflow then return err('OVERFLOW') end
+  if OP_OVERFLOW then return err('OVERFLOW') end
 
   -- Admin streak operations (semantics §4.6, §4.8).
   local granted = nil
@@ -455,7 +473,9 @@ local function applyOne(KEYS, ARGV, quiet)
         for j = 1, f.kn do K[j] = KEYS[f.ki + j - 1] end
         for j = f.kn + 1, #K do K[j] = nil end
         -- Value, seq, time and cap as numbers (updateBoard's tonumber keeps them): no text round trip.
-        local m = updateBoard(K, { user.id, value, seq, now, '', f.max, '0', '0', quiet and '1' or '0' })
+        local A = MOVE_ARGS
+        A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9] = user.id, value, seq, now, '', f.max, '0', '0', quiet and '1' or '0'
+        local m = updateBoard(K, A)
         m.id = fb.id
         moves = moves or {}
         moves[#moves + 1] = m

@@ -109,7 +109,9 @@ local function updateBoard(K, A)
   local expires = A[7]
   local isStreak = A[8] == '1'
   local quiet = A[9] == '1'
-  local ek = K[2] .. '#' .. A[6]
+  -- The cap as text through fmt's cache when the user script passes it as a number (a number in a
+  -- concatenation is printed with '%.14g').
+  local ek = K[2] .. '#' .. (type(A[6]) == 'number' and fmt(A[6]) or A[6])
   local B = { ranking = K[2], max = tonumber(A[6]), changed = false, edge = BOARD_EDGES[ek], ek = ek }
 
   local prevValue, prevChanged, prevSeq = nil, nil, -1
