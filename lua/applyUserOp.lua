@@ -352,9 +352,10 @@ local function applyOne(KEYS, ARGV, quiet)
   local periods = {}
   for _k = 1, #resolved do
     local r = resolved[_k]
-    periods[#periods + 1] = { idx = r[1], length = r[2], freeze = r[3], pause = r[4] }
+    -- The flags only when set: readers take an absent one as false (src/redis/user-script.ts).
+    periods[#periods + 1] = { idx = r[1], length = r[2], freeze = r[3] or nil, pause = r[4] or nil }
   end
-  if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = false, pause = false } end
+  if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = nil, pause = nil } end
 
   local sh = nil
   local sWritten, sLegacy, sStaleHist, sHist = false, nil, false, nil
@@ -492,11 +493,15 @@ local function applyOne(KEYS, ARGV, quiet)
   end
   flush(K_USER)
 
-  local battrs = {}
+  -- The user's breakdown attributes (absent when none: readers take {}).
+  local battrs = nil
   local breakdownKeys = plan.breakdownKeys or NO_FIELDS
   for _k = 1, #breakdownKeys do
     local k = breakdownKeys[_k]
-    if attrs[k] then battrs[k] = attrs[k] end
+    if attrs[k] then
+      battrs = battrs or {}
+      battrs[k] = attrs[k]
+    end
   end
 
   -- A quiet op whose boards were all moved here answers 'd' (below): its record is only the outbox
