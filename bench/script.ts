@@ -158,7 +158,8 @@ const LUA_SAMPLE_EVERY = 7;
  * count hook that tallies the line (and the function) running every LUA_SAMPLE_EVERY VM instructions,
  * and a second function that hands the tallies over. Lua only: what C runs for the script (redis.call,
  * cjson) is callgrind's to count. Redis hides `debug` from Functions; this needs a redis-server built
- * with function_lua.c's error-handler chunk keeping it (bench/README.md).
+ * with function_lua.c's error-handler chunk keeping it (bench/README.md). Its wrappers bind the
+ * script's standard-library upvalues first (lua/applyUserOp.lua bindGlobals): they call pcall and pairs.
  */
 function profiledLibrary(): { code: string; lines: string; source: string[] } {
   const { library, code } = functionLibrary('applyUserOp');
@@ -166,8 +167,8 @@ function profiledLibrary(): { code: string; lines: string; source: string[] } {
   const profiled = [
     'local tally = {}',
     "local function hook() local i = debug.getinfo(2, 'Sl') if i and i.currentline then local k = i.linedefined * 100000 + i.currentline tally[k] = (tally[k] or 0) + 1 end end",
-    `redis.register_function{function_name='${library}', callback=function(K, A) debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end, flags={'allow-cross-slot-keys'}}`,
-    `redis.register_function('${library}_lines', function() local out = {} for k, v in pairs(tally) do out[#out + 1] = k out[#out + 1] = v end tally = {} return out end)`,
+    `redis.register_function{function_name='${library}', callback=function(K, A) bindGlobals() debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end, flags={'allow-cross-slot-keys'}}`,
+    `redis.register_function('${library}_lines', function() bindGlobals() local out = {} for k, v in pairs(tally) do out[#out + 1] = k out[#out + 1] = v end tally = {} return out end)`,
   ].join('\n');
   if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
   // Lua numbers the lines from the `#!lua` line on.

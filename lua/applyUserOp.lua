@@ -591,11 +591,16 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
-local function run(KEYS, ARGV)
+-- Binds the upvalues above at the first call (and at every call of a plain script, which loads anew).
+local function bindGlobals()
   if string == nil then
     string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
     guardNoFields()
   end
+end
+
+local function run(KEYS, ARGV)
+  bindGlobals()
   boardEdgesReset()
   local mode = ARGV[1]
   if mode ~= '__multi' and mode ~= '__multi_full' and mode ~= '__multi_node' then return applyOne(KEYS, ARGV) end
