@@ -119,7 +119,7 @@ local function updateBoard(K, A)
   if stored then
     local pv, pc, pg, ps = boardMeta(stored)
     if pg ~= group then return { err = 'GROUP', group = pg } end
-    prevValue, prevChanged, prevSeq = tonumber(pv), tonumber(pc), tonumber(ps)
+    prevValue, prevChanged, prevSeq = num(pv, nil), num(pc, nil), num(ps, nil)
     -- The user was not shown before this update: treat the value as new (changed now, not ranked).
     if boardLapsed(isStreak, stored, now) then prevValue, prevChanged = nil, nil end
   end

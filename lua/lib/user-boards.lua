@@ -9,7 +9,7 @@ local NO_SLOT = {}
 
 local function boardSlotEntry(raw)
   local r, val = string.match(raw, '^([^|]*)|(.*)$')
-  return { run = r, value = tonumber(val), raw = raw }
+  return { run = r, value = num(val, nil), raw = raw }
 end
 
 -- The op's part and writer, and the slots it has parsed (by board id): set by userBoards for each op
