@@ -358,10 +358,10 @@ local function applyOne(KEYS, ARGV, quiet)
   if increased then periods[#periods + 1] = { idx = eff, length = st.length, freeze = nil, pause = nil } end
 
   local sh = nil
-  local sWritten, sLegacy, sStaleHist, sHist = false, nil, false, nil
+  -- What streakWrite leaves for streakCommit (under "write"): only when it ran, that is with sh.
+  local sLegacy, sStaleHist, sHist = nil, false, nil
   if S.on or st.freezeInit or granted then
     sh = streakFields(S, st, sums)
-    sWritten = true
     sLegacy, sStaleHist, sHist = streakWrite(S, st, sh, periods, putStreakField, K_HIST)
     if st.started == '' then st.started = nil end
   end
@@ -422,7 +422,7 @@ local function applyOne(KEYS, ARGV, quiet)
   if op == 'event' and input.idem then
     idemRemember(K_IDEM, input.idem.oldKi and KEYS[input.idem.oldKi], input.idem, input.eventId, now)
   end
-  if sWritten then streakCommit(sLegacy, sStaleHist, sHist, K_HIST, K_USER) end
+  if sh then streakCommit(sLegacy, sStaleHist, sHist, K_HIST, K_USER) end
   if awardLists then
     for j = 1, #awardLists, 2 do
       local listKey, awards = KEYS[awardLists[j]], awardLists[j + 1]
