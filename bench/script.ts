@@ -55,6 +55,11 @@ interface Options {
    * op in a call of its own, as requests spread evenly at a low rate arrive.
    */
   concurrency: number;
+  /**
+   * Instead of the user script, the commands it runs replayed with their arguments precomputed, one
+   * replay call per script call: what Redis would do per event if the op's evaluation ran elsewhere.
+   */
+  floor: boolean;
 }
 
 function parse(argv: string[]): Options {
@@ -71,6 +76,7 @@ function parse(argv: string[]): Options {
     returning: false,
     boards: true,
     concurrency: 50,
+    floor: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -86,9 +92,10 @@ function parse(argv: string[]): Options {
     else if (a === '--no-boards') o.boards = false;
     else if (a === '--cluster') o.cluster = true;
     else if (a === '--concurrency') o.concurrency = Number(argv[++i]);
+    else if (a === '--floor') o.floor = true;
     else
       throw new Error(
-        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards, --cluster, --concurrency N)`,
+        `unknown option ${a} (--events N, --rounds N, --mode single|batch|batches, --callgrind, --api-callgrind, --writer, --profile FILE, --lua-profile FILE, --returning, --no-boards, --cluster, --concurrency N, --floor)`,
       );
   }
   if (!(o.events > 0) || !(o.rounds >= 1)) throw new Error('--events must be > 0 and --rounds >= 1');
@@ -101,6 +108,10 @@ function parse(argv: string[]): Options {
   if (o.luaProfile && (o.callgrind || o.apiCallgrind))
     throw new Error(
       '--lua-profile counts Lua instructions by a hook: run it without --callgrind or --api-callgrind',
+    );
+  if (o.floor && (o.mode !== 'single' || o.cluster || o.writer || o.luaProfile || o.apiCallgrind))
+    throw new Error(
+      '--floor replays single events on one Redis (without --writer, --lua-profile or --api-callgrind)',
     );
   if (o.apiCallgrind && (o.callgrind || o.writer))
     throw new Error('--api-callgrind measures this process alone (without --callgrind or --writer)');
@@ -173,6 +184,78 @@ function profiledLibrary(): { code: string; lines: string; source: string[] } {
   if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
   // Lua numbers the lines from the `#!lua` line on.
   return { code: code.replace(register, profiled), lines: `${library}_lines`, source: code.split('\n') };
+}
+
+/**
+ * --floor: the user script's library loaded again under its own name with every `redis.call` logged:
+ * each call of the function leaves a group of the commands it ran (their arguments as Redis takes
+ * them: a number as '%.17g', script_lua.c) and its reply, which a second function hands over (and
+ * forgets). The log costs the recorded rounds time; they are not the figure.
+ */
+function recordingLibrary(): { code: string; calls: string } {
+  const { library, code } = functionLibrary('applyUserOp');
+  const register = `redis.register_function{function_name='${library}', callback=served, flags={'allow-cross-slot-keys'}}`;
+  if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
+  const [shebang, ...body] = code.replace(/redis\.call\(/g, 'recordedCall(').split('\n');
+  const log = [
+    'local REC, REC_N = {}, 0',
+    "local function recordedCall(...) local a = { ... } for i = 1, #a do if type(a[i]) == 'number' then a[i] = string.format('%.17g', a[i]) end end REC_N = REC_N + 1 REC[REC_N] = a return redis.call(...) end",
+  ];
+  const recording = [
+    `redis.register_function{function_name='${library}', callback=function(K, A) REC_N = REC_N + 1 REC[REC_N] = { '\\0call' } local r = served(K, A) REC_N = REC_N + 1 if type(r) == 'table' then REC[REC_N] = { '\\0replies', unpack(r) } else REC[REC_N] = { '\\0reply', r } end return r end, flags={'allow-cross-slot-keys'}}`,
+    `redis.register_function('${library}_calls', function() local out = REC REC, REC_N = {}, 0 return out end)`,
+  ].join('\n');
+  return {
+    code: [shebang, ...log, ...body].join('\n').replace(register, recording),
+    calls: `${library}_calls`,
+  };
+}
+
+/** One recorded call of the user script: the commands it ran, and its reply (a list for a multi-op call). */
+interface RecordedCall {
+  commands: string[][];
+  reply: string | string[];
+}
+
+/** The groups recordingLibrary's log hands over. */
+function recordedCalls(log: unknown): RecordedCall[] {
+  const calls: RecordedCall[] = [];
+  for (const entry of log as string[][]) {
+    const [head, ...rest] = entry;
+    if (head === '\0call') calls.push({ commands: [], reply: '' });
+    else if (head === '\0reply') calls.at(-1)!.reply = rest[0]!;
+    else if (head === '\0replies') calls.at(-1)!.reply = rest;
+    else calls.at(-1)!.commands.push(entry);
+  }
+  return calls;
+}
+
+/**
+ * The replay of one recorded call (FLOOR_LIBRARY): ARGV[1] the number of commands, ARGV[2] 's' for
+ * a single reply or 'l' for a list, then per command its argument count and arguments, then the reply.
+ * It runs the commands in order, as the user script ran them, and answers the same reply, without
+ * the script's own work: reading its input and plan, evaluating the op, encoding the record.
+ */
+const FLOOR_LIBRARY = `#!lua name=laurel_bench_floor
+redis.register_function('laurel_bench_floor', function(_, A)
+  local i = 3
+  for _ = 1, tonumber(A[1]) do
+    local c = tonumber(A[i])
+    redis.call(unpack(A, i + 1, i + c))
+    i = i + c + 1
+  end
+  if A[2] == 's' then return A[i] end
+  local out = {}
+  for j = i, #A do out[#out + 1] = A[j] end
+  return out
+end)`;
+
+function floorArgs(call: RecordedCall): string[] {
+  const args = [String(call.commands.length), typeof call.reply === 'string' ? 's' : 'l'];
+  for (const c of call.commands) args.push(String(c.length), ...c);
+  if (typeof call.reply === 'string') args.push(call.reply);
+  else args.push(...call.reply);
+  return args;
 }
 
 /** The report of --lua-profile: samples by function and by line, with the line's code. */
@@ -270,6 +353,75 @@ async function startRedis(callgrind: boolean) {
     rmSync(dir, { recursive: true, force: true });
   };
   return { url: `redis://127.0.0.1:${port}`, client, instructions, stop };
+}
+
+/**
+ * --floor: every round (the warm-up's too) runs with the user script's commands recorded
+ * (recordingLibrary); then Redis is emptied (FLUSHALL keeps the functions) and the recorded calls
+ * are replayed in the same order and grouping (FLOOR_LIBRARY), the warm-up's unmeasured, each
+ * measured round's counted per event: the commands, their arguments and replies as the script
+ * had them, without its evaluation.
+ */
+async function floorRun(
+  redis: Awaited<ReturnType<typeof startRedis>>,
+  round: () => Promise<void>,
+  opts: Options,
+): Promise<void> {
+  const rec = recordingLibrary();
+  await redis.client.function('LOAD', 'REPLACE', rec.code);
+  const recorded: RecordedCall[][] = [];
+  for (let r = 0; r <= opts.rounds; r++) {
+    await round();
+    recorded.push(recordedCalls(await redis.client.fcall(rec.calls, 0)));
+  }
+  await redis.client.flushall();
+  await redis.client.function('LOAD', 'REPLACE', FLOOR_LIBRARY);
+  const replay = async (calls: string[][]) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: opts.concurrency }, async () => {
+        while (next < calls.length) await redis.client.fcall('laurel_bench_floor', 0, ...calls[next++]!);
+      }),
+    );
+  };
+  await replay(recorded[0]!.map(floorArgs));
+  const figures: number[] = [];
+  let unit = '';
+  for (let r = 1; r <= opts.rounds; r++) {
+    const calls = recorded[r]!.map(floorArgs);
+    const commands = recorded[r]!.reduce((n, c) => n + c.commands.length, 0);
+    if (calls.length === 0 || commands === 0)
+      throw new Error('--floor recorded no command of the user script');
+    if (opts.callgrind) {
+      const { n, file } = await redis.instructions(() => replay(calls));
+      if (opts.profile && r === opts.rounds) copyFileSync(file, opts.profile);
+      figures.push(n / opts.events);
+      unit = 'instructions';
+    } else {
+      const before = await redisCpuSeconds(redis.client);
+      await replay(calls);
+      figures.push((((await redisCpuSeconds(redis.client)) - before) * 1e6) / opts.events);
+      unit = 'µs of CPU';
+    }
+  }
+  const median = [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)]!;
+  const calls = recorded.at(-1)!.length;
+  const commands = recorded.at(-1)!.reduce((n, c) => n + c.commands.length, 0);
+  console.log(
+    JSON.stringify({
+      mode: 'single',
+      floor: true,
+      events: opts.events,
+      rounds: figures.map((f) => Math.round(f)),
+      perEvent: Math.round(median),
+      unit,
+      callsPerRound: calls,
+      commandsPerEvent: Number((commands / opts.events).toFixed(2)),
+    }),
+  );
+  console.log(
+    `the user script's commands replayed without its evaluation (${calls} calls and ${(commands / opts.events).toFixed(1)} commands per event as recorded, arguments and replies precomputed): ${Math.round(median).toLocaleString('en')} ${unit} of Redis per event (median of ${figures.length} rounds of ${opts.events} ${opts.returning ? 'returning' : 'new'} users); the script itself: the same options without --floor`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -386,6 +538,10 @@ async function main(): Promise<void> {
       return { value: (((await cpu()) - before) * 1e6) / events, unit: 'µs of CPU' };
     };
 
+    if (opts.floor) {
+      await floorRun(redis, round, opts);
+      return;
+    }
     await round(); // warm-up: the library loads, the plan is cached, the boards exist
     const lua = opts.luaProfile ? profiledLibrary() : null;
     if (lua) {
