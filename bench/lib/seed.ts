@@ -3,8 +3,8 @@ import { http, parseBody } from './http';
 /**
  * Seeds a realistic configuration through the admin API, the way an operator would: one metric
  * with two achievements, a daily streak on it, a points system with a metric trigger, five levels
- * and an active global boost, and (when the server has them) a perpetual metric leaderboard and a
- * monthly points leaderboard whose runs started 13 months ago.
+ * and an active global boost, and (when the server has them) a perpetual metric leaderboard that
+ * started the day before and a monthly points leaderboard whose runs started 13 months ago.
  */
 
 // A few zones on both sides of UTC, so users' local days (streak periods) differ as in production.
@@ -129,6 +129,11 @@ export async function seedConfiguration(
         key: 'lessons-all-time',
         rankBy: 'metric',
         metricId: metric.id,
+        // From the day before (UTC): a board starting on its creation day leaves out every event whose
+        // local date is still the day before (semantics §0: attributed to the local date), so between
+        // 00:00 UTC and local midnight in New York and Los Angeles a third of the bench's users would
+        // not move it, and every figure would depend on the hour the bench ran.
+        start: utcDate(-1),
         status: 'active',
       },
       {
