@@ -173,17 +173,15 @@ const LUA_SAMPLE_EVERY = 7;
  * script's standard-library upvalues first (lua/applyUserOp.lua bindGlobals): they call pcall and pairs.
  */
 function profiledLibrary(): { code: string; lines: string; source: string[] } {
-  const { library, code } = functionLibrary('applyUserOp');
-  const register = `redis.register_function{function_name='${library}', callback=served, flags={'allow-cross-slot-keys'}}`;
+  const { library, code, registration } = functionLibrary('applyUserOp');
   const profiled = [
     'local tally = {}',
     "local function hook() local i = debug.getinfo(2, 'Sl') if i and i.currentline then local k = i.linedefined * 100000 + i.currentline tally[k] = (tally[k] or 0) + 1 end end",
     `redis.register_function{function_name='${library}', callback=function(K, A) bindGlobals() debug.sethook(hook, '', ${LUA_SAMPLE_EVERY}) local ok, r = pcall(served, K, A) debug.sethook() if not ok then error(r) end return r end, flags={'allow-cross-slot-keys'}}`,
     `redis.register_function('${library}_lines', function() bindGlobals() local out = {} for k, v in pairs(tally) do out[#out + 1] = k out[#out + 1] = v end tally = {} return out end)`,
   ].join('\n');
-  if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
   // Lua numbers the lines from the `#!lua` line on.
-  return { code: code.replace(register, profiled), lines: `${library}_lines`, source: code.split('\n') };
+  return { code: code.replace(registration, profiled), lines: `${library}_lines`, source: code.split('\n') };
 }
 
 /**
@@ -193,9 +191,7 @@ function profiledLibrary(): { code: string; lines: string; source: string[] } {
  * forgets). The log costs the recorded rounds time; they are not the figure.
  */
 function recordingLibrary(): { code: string; calls: string } {
-  const { library, code } = functionLibrary('applyUserOp');
-  const register = `redis.register_function{function_name='${library}', callback=served, flags={'allow-cross-slot-keys'}}`;
-  if (!code.includes(register)) throw new Error('the library does not register `served` as expected');
+  const { library, code, registration } = functionLibrary('applyUserOp');
   const [shebang, ...body] = code.replace(/redis\.call\(/g, 'recordedCall(').split('\n');
   const log = [
     'local REC, REC_N = {}, 0',
@@ -206,7 +202,7 @@ function recordingLibrary(): { code: string; calls: string } {
     `redis.register_function('${library}_calls', function() local out = REC REC, REC_N = {}, 0 return out end)`,
   ].join('\n');
   return {
-    code: [shebang, ...log, ...body].join('\n').replace(register, recording),
+    code: [shebang, ...log, ...body].join('\n').replace(registration, recording),
     calls: `${library}_calls`,
   };
 }
@@ -366,6 +362,11 @@ async function floorRun(
   redis: Awaited<ReturnType<typeof startRedis>>,
   round: () => Promise<void>,
   opts: Options,
+  measureRedis: (
+    fn: () => Promise<void>,
+    events: number,
+    keep: boolean,
+  ) => Promise<{ value: number; unit: string }>,
 ): Promise<void> {
   const rec = recordingLibrary();
   await redis.client.function('LOAD', 'REPLACE', rec.code);
@@ -387,26 +388,17 @@ async function floorRun(
   await replay(recorded[0]!.map(floorArgs));
   const figures: number[] = [];
   let unit = '';
+  const commandsOf = (calls: RecordedCall[]) => calls.reduce((n, c) => n + c.commands.length, 0);
   for (let r = 1; r <= opts.rounds; r++) {
     const calls = recorded[r]!.map(floorArgs);
-    const commands = recorded[r]!.reduce((n, c) => n + c.commands.length, 0);
-    if (calls.length === 0 || commands === 0)
-      throw new Error('--floor recorded no command of the user script');
-    if (opts.callgrind) {
-      const { n, file } = await redis.instructions(() => replay(calls));
-      if (opts.profile && r === opts.rounds) copyFileSync(file, opts.profile);
-      figures.push(n / opts.events);
-      unit = 'instructions';
-    } else {
-      const before = await redisCpuSeconds(redis.client);
-      await replay(calls);
-      figures.push((((await redisCpuSeconds(redis.client)) - before) * 1e6) / opts.events);
-      unit = 'µs of CPU';
-    }
+    if (commandsOf(recorded[r]!) === 0) throw new Error('--floor recorded no command of the user script');
+    const m = await measureRedis(() => replay(calls), opts.events, r === opts.rounds);
+    figures.push(m.value);
+    unit = m.unit;
   }
   const median = [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)]!;
   const calls = recorded.at(-1)!.length;
-  const commands = recorded.at(-1)!.reduce((n, c) => n + c.commands.length, 0);
+  const commands = commandsOf(recorded.at(-1)!);
   console.log(
     JSON.stringify({
       mode: 'single',
@@ -539,7 +531,7 @@ async function main(): Promise<void> {
     };
 
     if (opts.floor) {
-      await floorRun(redis, round, opts);
+      await floorRun(redis, round, opts, measureRedis);
       return;
     }
     await round(); // warm-up: the library loads, the plan is cached, the boards exist

@@ -110,8 +110,16 @@ const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp', 'readO
 
 const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
 
-/** A function script's library: its name (versioned by its code), its function and its source. */
-export function functionLibrary(name: ScriptName): { library: string; fn: string; code: string } {
+/**
+ * A function script's library: its name (versioned by its code), its function, its source, and the
+ * line of that source that registers `served` (which the bench's instrumented copies replace).
+ */
+export function functionLibrary(name: ScriptName): {
+  library: string;
+  fn: string;
+  code: string;
+  registration: string;
+} {
   const body = scriptSource(name);
   if (!RUN_LINE.test(body)) throw new Error(`lua/${name}.lua: no "return run(KEYS, ARGV)" line to register`);
   // allow-cross-slot-keys: on a Redis Cluster a call may reach keys of other slots that the master it
@@ -121,8 +129,9 @@ export function functionLibrary(name: ScriptName): { library: string; fn: string
   // The version covers the registration too, so a change of flags loads a library of its own.
   const version = createHash('sha1').update(body).update(register('')).digest('hex').slice(0, 16);
   const library = `laurel_${name}_${version}`;
-  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, register(library))}`;
-  return { library, fn: library, code };
+  const registration = register(library);
+  const code = `#!lua name=${library}\n${body.replace(RUN_LINE, registration)}`;
+  return { library, fn: library, code, registration };
 }
 
 /** The error of an FCALL whose function this Redis does not have (restarted, flushed, new node). */
