@@ -74,6 +74,13 @@ export const envSchema = z.object({
   BATCH_CHUNK_SIZE: intFromEnv(200, 1, 1000),
   /** How long an Idempotency-Key is remembered after its first use (application-api §4); 0 = forever. */
   IDEMPOTENCY_WINDOW_DAYS: intFromEnv(30, 0, 3650),
+  /**
+   * Experimental, off by default: single events on a single Redis are evaluated in the API process
+   * (src/engine/evaluate-event.ts) and committed by lua/commitUserOp.lua when the user is unchanged
+   * since it was read (src/services/evaluated-op.ts). Off, every op runs in lua/applyUserOp.lua. It
+   * costs more CPU than the user script today (bench/HISTORY.md, 2026-11-28 second session).
+   */
+  EVALUATE_EVENTS: boolFromEnv(false),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */
   DASHBOARD_SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** Port of the Prometheus endpoint (/metrics), never the public port; 0 turns it off. */

@@ -41,6 +41,8 @@ export async function seededInProcess(opts: {
       ADMIN_API_KEY: adminKey,
       RATE_LIMIT_PER_SECOND: '1000000',
       LOG_LEVEL: 'warn',
+      // EVALUATE_EVENTS=1 measures single events evaluated in this process (src/services/evaluated-op.ts).
+      ...(process.env.EVALUATE_EVENTS ? { EVALUATE_EVENTS: process.env.EVALUATE_EVENTS } : {}),
     }),
     { logger: createLogger('warn') },
   );

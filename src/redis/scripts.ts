@@ -18,6 +18,7 @@ export const SCRIPT_NAMES = [
   'batchProgress',
   'claimBatch',
   'claimDue',
+  'commitUserOp',
   'dropDrainedStream',
   'migrateIdem',
   'migrateUser',
@@ -34,6 +35,9 @@ export type ScriptName = (typeof SCRIPT_NAMES)[number];
 /** lua/readOutboxes.lua's reply: per stream read, [stream, entries]; then flat failed stream, error pairs. */
 type OutboxReads = [Array<[string, Array<[string, string[]]>]>, string[]];
 
+/** lua/commitUserOp.lua's reply: "read": [user hash (flat), history | null, '1' | '0']; "commit": the record, or 'STALE'. */
+type CommitUserOpReply = string | [string[], string | null, string];
+
 /** lua/claimBatch.lua's reply: owner token, done, items JSON, mk ('1': markers in the batch's hash). */
 type ClaimedBatch = [owner: number, done: string, items: string, mk: string];
 
@@ -46,6 +50,7 @@ declare module 'ioredis' {
     batchProgress(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     claimBatch(numKeys: number, ...keysAndArgs: string[]): Result<ClaimedBatch | null, Context>;
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
+    commitUserOp(numKeys: number, ...keysAndArgs: string[]): Result<CommitUserOpReply, Context>;
     dropDrainedStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
@@ -106,7 +111,7 @@ export function luaFiles(): string[] {
  * its `served` function (run, with what only the Functions engine's Lua state should have).
  * lua/readOutboxes.lua is one for its allow-cross-slot-keys flag, which only a Function can have.
  */
-const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp', 'readOutboxes']);
+const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp', 'commitUserOp', 'readOutboxes']);
 
 const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
 

@@ -21,6 +21,7 @@ import { boostStatus } from '../engine/boost-status';
 import { multiplierFraction } from '../engine/decimal';
 import { leaderboardStatus } from '../engine/leaderboard-status';
 import { DAY_MS, idempotencyField, idempotencyKeys, keyedEventId } from '../engine/idempotency';
+import { evaluatedCall } from './evaluated-op';
 import { dayIndex, localDate, periodIndex } from '../engine/periods';
 import { applyBoardUpdates, type BoardMove, boardMove, rememberUserName } from './leaderboards';
 import { wireRef } from './wire-snapshots';
@@ -276,6 +277,8 @@ interface DayShare {
   boosts: BoostInput;
   boardKeys: string[];
   context: string;
+  /** `context` before encoding (the evaluation in this process reads it: src/services/evaluated-op.ts). */
+  contextObject: UserScriptContext;
 }
 
 function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): DayShare {
@@ -284,13 +287,15 @@ function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): 
   // On a single Redis the user script also moves the user on boards without breakdowns.
   // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
   const fused = deps.rankings === false ? { boardKeys: [] } : fuseBoards(deps, boards, allKeys.length);
+  const contextObject: UserScriptContext = { boosts, boards, fuse: fused.fuse };
   return {
     periodIdx: periodIndex(plan.streak.freq, date),
     boosts,
     boardKeys: fused.boardKeys,
     // ARGV[4]: what the op shares with every op of the same plan, day and boards, decoded once per
     // string by the script; stringified once per share (dayShareOf).
-    context: JSON.stringify({ boosts, boards, fuse: fused.fuse } satisfies UserScriptContext),
+    context: JSON.stringify(contextObject),
+    contextObject,
   };
 }
 
@@ -381,7 +386,9 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     nKeys,
     boardKeys: share.boardKeys,
     input: JSON.stringify(input),
+    inputObject: input,
     context,
+    contextObject: share.contextObject,
     date,
     periodIdx,
     boosts,
@@ -521,12 +528,43 @@ function multiWire(ops: Array<[PreparedOp, Attempt]>): string {
  */
 export async function runUserOp(deps: Deps, op: UserOp): Promise<UserOpResult> {
   const p = prepareOp(deps, op);
+  const evaluate = evaluable(deps, p);
   for (let attempt = 0; attempt < 3; attempt++) {
     const a = attemptOf(deps, p);
-    const r = await finishOp(deps, p, a, await gathered(deps, p, a));
+    const raw = (evaluate && (await evaluated(deps, p, a))) || (await gathered(deps, p, a));
+    const r = await finishOp(deps, p, a, raw);
     if (r !== 'retry') return r;
   }
   throw new AppError('UNAVAILABLE', 'Service unavailable');
+}
+
+/**
+ * Whether the op is evaluated in this process (src/services/evaluated-op.ts): a single event on a
+ * single Redis that writes history and moves rankings (not a batch item, not a simulation's replay).
+ */
+function evaluable(deps: Deps, p: PreparedOp): boolean {
+  return (
+    deps.config.EVALUATE_EVENTS &&
+    p.op.kind === 'event' &&
+    !p.op.opId &&
+    deps.history !== false &&
+    deps.rankings !== false &&
+    !isCluster(deps.redis)
+  );
+}
+
+/** The op evaluated here and committed by lua/commitUserOp.lua; null: leave it to the user script. */
+function evaluated(deps: Deps, p: PreparedOp, a: Attempt): Promise<string | null> {
+  return callScript(deps, () =>
+    evaluatedCall(deps.redis, {
+      plan: p.plan,
+      input: a.inputObject,
+      context: a.contextObject,
+      keys: [...p.allKeys, ...a.boardKeys, ...p.olderIdemKeys],
+      previousBucket: p.olderIdemKeys[0],
+      wire: () => wireRef(deps, wireOf(p, a)),
+    }),
+  );
 }
 
 /** One op's script call of its own. */

@@ -128,7 +128,7 @@ export async function mixedSetup(t: TestServer): Promise<MixedSetup> {
 const ZONES = ['UTC', 'America/Los_Angeles', 'Pacific/Auckland', 'Asia/Kolkata'];
 const REGIONS = ['eu', 'us', 'apac'];
 
-/** POST an event; every one must be accepted. */
+/** POST an event (`extra.idempotencyKey` as its Idempotency-Key header); every one must be accepted. */
 export async function sendEvent(
   t: TestServer,
   metric: string,
@@ -136,7 +136,10 @@ export async function sendEvent(
   value: number,
   extra: Record<string, unknown> = {},
 ) {
-  const res = await t.api('POST', `/v1/metrics/${metric}/event`, { user, value, ...extra });
+  const { idempotencyKey, ...body } = extra;
+  const headers: Record<string, string> =
+    typeof idempotencyKey === 'string' ? { 'Idempotency-Key': idempotencyKey } : {};
+  const res = await t.api('POST', `/v1/metrics/${metric}/event`, { user, value, ...body }, headers);
   if (res.status !== 201 && res.status !== 202) {
     throw new Error(`event failed: ${res.status} ${JSON.stringify(res.body)}`);
   }

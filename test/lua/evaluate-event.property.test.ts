@@ -266,6 +266,7 @@ describe.each([
   ['a weekly any-condition streak, a 0-point level and mixed roundings', otherSetup],
 ])('the event op in TypeScript (src/engine/evaluate-event.ts) and lua/applyUserOp.lua, %s', (_, setup) => {
   beforeAll(async () => {
+    // EVALUATE_EVENTS off (the default): every event reaches the user script.
     t = await createTestServer();
     await setup(t);
   });

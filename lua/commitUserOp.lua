@@ -1,0 +1,157 @@
+--[[
+commitUserOp: an event evaluated by the API (src/engine/evaluate-event.ts) from the user's state as
+read here ("read"), then committed here ("commit") only if the user has not changed since: the user's
+seq (lib/profile.lua: every op of the user moves it, as lua/recomputeStreak.lua's recompute does) is
+still the one read. Otherwise nothing is written and the caller applies the op with
+lua/applyUserOp.lua, as it would have without the evaluation. What an evaluated event writes, and in
+which order, is what lua/applyUserOp.lua writes for it; the fused board moves run here (lib/board.lua),
+since they read other users' entries.
+
+ARGV[1] = "read": KEYS[1] the user hash, KEYS[2] the current idempotency bucket, KEYS[3] the user's
+period history, KEYS[4] (with a window) the previous bucket; ARGV[2] the key's field ('' without a
+key), ARGV[3] the window (ms, 0 = forever), ARGV[4] now (ms).
+Reply: {the user hash as a flat list, the history or false, '1' when the key is remembered else '0'}.
+
+ARGV[1] = "commit": KEYS as lua/applyUserOp.lua's for the op (KEYS[1] user hash, [2] idempotency
+bucket, [3] outbox, [4] reply marker, [5] user index, [6] history, [6 + i] award lists, the fused
+boards' keys, the older buckets). ARGV, positional (src/services/evaluated-op.ts commitArgs):
+  [2] the seq read ('' when the user had none)   [3] user id   [4] now (ms)   [5] '1' created
+  [6] the new seq   [7] the marker's time to live (ms)
+  [8] idempotency field ('' none)  [9] d ('1' when the event id is derived)  [10] event id
+  [11] window (ms)  [12] the bucket's expiry (ms)  [13] the old bucket's KEYS index ('' none)
+  [14] history: 'keep' | 'del' | 'set'   [15] the new history
+  then: n, n user-hash fields to remove; n, n / 2 field-value pairs to set; n award lists, each its
+  KEYS index, its entry count and its entries (pushed in order); n fused moves, each its first KEYS
+  index, key count, value, cap and board id; n record boards, each id, run, value; then the record's
+  JSON without its closing brace (everything but boards and moves), the outbox extra's JSON without
+  its closing brace (everything but ts), and the wire reference ('' when the op has no level news).
+Reply: the op's record (JSON), as lua/applyUserOp.lua answers it, or 'STALE' (nothing written). A
+retried call whose op committed already answers the committed record (its reply marker).
+]]
+
+local function globalsNow()
+  return string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
+end
+local string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
+
+--!include lib/numbers.lua
+--!include lib/idempotency.lua
+--!include lib/board.lua
+--!include lib/outbox.lua
+
+local function read(KEYS, ARGV)
+  local hash = redis.call('HGETALL', KEYS[1])
+  local hist = redis.call('GET', KEYS[3])
+  local remembered = '0'
+  if ARGV[2] ~= '' then
+    local idem = { f = ARGV[2], win = tonumber(ARGV[3]) }
+    local now = tonumber(ARGV[4])
+    if idemRemembered(KEYS[2], idem, now) or (KEYS[4] and idemRemembered(KEYS[4], idem, now)) then
+      remembered = '1'
+    end
+  end
+  return { hash, hist, remembered }
+end
+
+-- Reused from call to call (a Function's tables outlive it); a move does not keep them past its end.
+local MOVE_KEYS, MOVE_ARGS = {}, {}
+
+local function commit(KEYS, ARGV)
+  local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  local committed = redis.call('GET', K_OP)
+  if committed then return committed end
+  if (redis.call('HGET', K_USER, 'seq') or '') ~= ARGV[2] then return 'STALE' end
+
+  local userId, now, seq = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
+  local i = 16
+  local n = tonumber(ARGV[i])
+  if n > 0 then redis.call('HDEL', K_USER, unpack(ARGV, i + 1, i + n)) end
+  i = i + n + 1
+  if ARGV[5] == '1' then redis.call('ZADD', K_USERS, 'NX', ARGV[4], userId) end
+  if ARGV[8] ~= '' then
+    local oldKi = tonumber(ARGV[13])
+    idemRemember(K_IDEM, oldKi and KEYS[oldKi], { f = ARGV[8], d = ARGV[9] == '1', win = tonumber(ARGV[11]),
+      exp = tonumber(ARGV[12]) }, ARGV[10], now)
+  end
+  if ARGV[14] == 'set' then
+    redis.call('SET', K_HIST, ARGV[15])
+  elseif ARGV[14] == 'del' then
+    redis.call('DEL', K_HIST)
+  end
+  local puts = tonumber(ARGV[i])
+  local putsAt = i + 1
+  i = i + puts + 1
+  n = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, n do
+    local key, count = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
+    local length = 0
+    for j = i + 2, i + 1 + count do length = redis.call('LPUSH', key, ARGV[j]) end
+    -- The newest RECENT_AWARDS (src/services/points-reads.ts), as lua/applyUserOp.lua keeps them.
+    if length > 10 then redis.call('LTRIM', key, '0', '9') end
+    i = i + 2 + count
+  end
+
+  -- The fused board moves (lua/applyUserOp.lua's, with the same arguments).
+  local moves, applied = nil, {}
+  n = tonumber(ARGV[i])
+  i = i + 1
+  for _ = 1, n do
+    local ki, kn = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    local K = MOVE_KEYS
+    for j = 1, kn do K[j] = KEYS[ki + j - 1] end
+    for j = kn + 1, #K do K[j] = nil end
+    local A = MOVE_ARGS
+    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9] = userId, tonumber(ARGV[i + 2]), seq, now, '',
+      tonumber(ARGV[i + 3]), '0', '0', '0'
+    local m = updateBoard(K, A)
+    m.id = ARGV[i + 4]
+    moves = moves or {}
+    moves[#moves + 1] = m
+    if not m.err then applied[m.id] = true end
+    i = i + 5
+  end
+  if puts > 0 then redis.call('HSET', K_USER, unpack(ARGV, putsAt, putsAt + puts - 1)) end
+
+  n = tonumber(ARGV[i])
+  i = i + 1
+  local boards = {}
+  for b = 1, n do
+    local id = ARGV[i]
+    boards[b] = { id = id, run = ARGV[i + 1], value = ARGV[i + 2], ap = applied[id] or nil }
+    i = i + 3
+  end
+  local record = ARGV[i] .. ',"boards":' .. (n > 0 and cjson.encode(boards) or '[]')
+    .. (moves and (',"moves":' .. cjson.encode(moves)) or '') .. '}'
+  local extra = ARGV[i + 1] .. ',"ts":"' .. commitOrder() .. '"}'
+  local wire = ARGV[i + 2]
+  appendOutbox(K_OUTBOX, record, extra, wire ~= '' and wire or nil)
+  redis.call('SET', K_OP, record, 'PX', ARGV[7])
+  return record
+end
+
+local function bindGlobals()
+  if string == nil then
+    string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
+  end
+end
+
+local function run(KEYS, ARGV)
+  bindGlobals()
+  boardEdgesReset()
+  if ARGV[1] == 'read' then return read(KEYS, ARGV) end
+  return commit(KEYS, ARGV)
+end
+
+-- As lua/applyUserOp.lua's: the Functions engine's Lua state collects when its heap has grown to 4
+-- times its live data instead of twice (that state holds function libraries only).
+local gcTuned = false
+local function served(KEYS, ARGV)
+  if not gcTuned then
+    gcTuned = true
+    collectgarbage('setpause', 400)
+  end
+  return run(KEYS, ARGV)
+end
+
+return run(KEYS, ARGV)

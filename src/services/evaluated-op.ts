@@ -1,0 +1,95 @@
+/**
+ * Single events evaluated in this process (src/engine/evaluate-event.ts) instead of in Redis: the
+ * user's state is read (lua/commitUserOp.lua "read"), the event evaluated here, and its writes
+ * committed by lua/commitUserOp.lua "commit", which applies them only if the user's seq is still the
+ * one read (any op of the user moves it). Redis then runs the writes and the fused board moves only,
+ * not the evaluation. An event the evaluation does not cover, or whose user changed in between,
+ * answers null: the caller applies it with lua/applyUserOp.lua, as it would have anyway.
+ */
+import { type EventState, evaluateEvent } from '../engine/evaluate-event';
+import type { Plan } from '../engine/plan';
+import type { RedisClient } from '../redis/client';
+import type { UserScriptContext, UserScriptInput } from '../redis/user-script';
+
+export interface EvaluatedCall {
+  plan: Plan;
+  input: UserScriptInput;
+  context: UserScriptContext;
+  /** lua/applyUserOp.lua's KEYS for the op: its own, the fused boards', the older idempotency buckets. */
+  keys: string[];
+  /** The previous idempotency bucket (with a window), read for a remembered key. */
+  previousBucket: string | undefined;
+  /** The op's wire reference (ARGV[3] of the user script), asked for only when the op has level news. */
+  wire: () => string | Promise<string>;
+}
+
+/** The user's state as the user script would read it for the op. */
+async function readState(redis: RedisClient, c: EvaluatedCall): Promise<EventState> {
+  const [user, idem, , , , hist] = c.keys as [string, string, string, string, string, string];
+  const keys = c.previousBucket ? [user, idem, hist, c.previousBucket] : [user, idem, hist];
+  const idemIn = c.input.idem;
+  const [flat, history, remembered] = (await redis.commitUserOp(
+    keys.length,
+    ...keys,
+    'read',
+    idemIn?.f ?? '',
+    String(idemIn?.win ?? 0),
+    String(c.input.now),
+  )) as [string[], string | null, string];
+  const hash: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
+  return { hash, hist: history, idemRemembered: remembered === '1' };
+}
+
+/** The op's record, as lua/applyUserOp.lua would answer it, or null: leave the op to the user script. */
+export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promise<string | null> {
+  const state = await readState(redis, c);
+  const seqRead = state.hash.seq ?? '';
+  const ev = evaluateEvent(c.plan, c.input, c.context, state);
+  if (ev.kind !== 'writes') return null;
+  const { input, context } = c;
+  const args: string[] = [
+    'commit',
+    seqRead,
+    input.user.id,
+    String(input.now),
+    ev.created ? '1' : '',
+    String(ev.record.seq),
+    String(input.markMs ?? 10_000),
+    ev.idem?.field ?? '',
+    input.idem?.d ? '1' : '',
+    input.eventId,
+    String(input.idem?.win ?? 0),
+    String(input.idem?.exp ?? 0),
+    input.idem?.oldKi === undefined ? '' : String(input.idem.oldKi),
+    ev.hist === null ? 'keep' : ev.hist === false ? 'del' : 'set',
+    typeof ev.hist === 'string' ? ev.hist : '',
+  ];
+  const removed = [
+    ...(ev.premoved ?? []),
+    ...(ev.streakLegacy ?? []),
+    ...(ev.streakStaleHist ? ['s:hist'] : []),
+  ];
+  args.push(String(removed.length), ...removed);
+  args.push(String(ev.puts.size * 2));
+  for (const [f, v] of ev.puts) args.push(f, v);
+  args.push(String(ev.awardLists.length));
+  // KEYS[6 + i] (1-based) is the award list of plan.systems[i].
+  for (const l of ev.awardLists) args.push(String(7 + l.system), String(l.entries.length), ...l.entries);
+  const moves: string[] = [];
+  let nMoves = 0;
+  for (const f of context.fuse ?? []) {
+    const value = ev.boardValues.get(f.b - 1);
+    if (value === undefined) continue;
+    moves.push(String(f.ki), String(f.kn), String(value), String(f.max), context.boards[f.b - 1]!.id);
+    nMoves++;
+  }
+  args.push(String(nMoves), ...moves);
+  const { boards, ...head } = ev.record as { boards: Array<{ id: string; run: string; value: string }> };
+  args.push(String(boards.length));
+  for (const b of boards) args.push(b.id, b.run, b.value);
+  args.push(JSON.stringify(head).slice(0, -1), JSON.stringify(ev.extra).slice(0, -1));
+  args.push(ev.levelNews ? await c.wire() : '');
+  const reply = (await redis.commitUserOp(c.keys.length, ...c.keys, ...args)) as string;
+  return reply === 'STALE' ? null : reply;
+}

@@ -1,0 +1,161 @@
+// Events evaluated in the API (src/services/evaluated-op.ts, lua/commitUserOp.lua) against the same
+// events applied by lua/applyUserOp.lua alone (EVALUATE_EVENTS off, the default): two servers on one configuration
+// (one database, two key prefixes) get the same random sequences at the same instants, and must answer
+// the same and leave the same Redis state. Every event carries an Idempotency-Key, so its id, and the
+// ids it mints, are derived from the key and its first use: the same on both servers.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isCluster } from '../../src/redis/client';
+import { mixedSetup, snapshotKeys } from '../helpers/rebuild';
+import { spyOwnCalls } from '../helpers/spy';
+import { createTestServer, keysUnder, type TestServer } from '../helpers/server';
+
+let evaluated: TestServer;
+let scripted: TestServer;
+beforeAll(async () => {
+  evaluated = await createTestServer({ env: { EVALUATE_EVENTS: '1' } });
+  await mixedSetup(evaluated);
+  scripted = await createTestServer({ env: { DATABASE_URL: evaluated.databaseUrl } });
+});
+afterAll(async () => {
+  await scripted?.close();
+  await evaluated?.close();
+});
+
+/** cjson encodes an empty table as {}: the lists of a record, read as lists. */
+const LISTS = new Set(['completions', 'points', 'boards', 'periods', 'awards', 'boosts', 'moves']);
+function normalize(v: unknown, key = ''): unknown {
+  if (Array.isArray(v)) return v.map((x) => normalize(x));
+  if (v && typeof v === 'object') {
+    const entries = Object.entries(v);
+    if (entries.length === 0 && LISTS.has(key)) return [];
+    return Object.fromEntries(entries.map(([k, x]) => [k, normalize(x, k)]));
+  }
+  return v;
+}
+
+/**
+ * The snapshot with its keys relative to the server's prefix, and the outbox's entries (the record,
+ * x without its commit time, and whether w is there).
+ */
+async function state(t: TestServer): Promise<Record<string, unknown>> {
+  const snap = await snapshotKeys(t);
+  const out = Object.fromEntries(Object.entries(snap).map(([k, v]) => [k.slice(t.prefix.length), v]));
+  const entries = (await t.deps.redis.xrange(t.deps.keys.outboxes[0]!, '-', '+')) as Array<
+    [string, string[]]
+  >;
+  out.outbox = entries.map(([, f]) => {
+    const e: Record<string, string> = {};
+    for (let i = 0; i < f.length; i += 2) e[f[i]!] = f[i + 1]!;
+    const { ts: _, ...x } = JSON.parse(e.x!) as Record<string, unknown>;
+    const cw = (x.cw ?? []) as string[];
+    x.cw = Object.fromEntries(cw.flatMap((c, i) => (i % 2 ? [] : [[c, cw[i + 1]]])));
+    return { r: normalize(JSON.parse(e.r!)), x: normalize(x), w: 'w' in e };
+  });
+  return out;
+}
+
+const ZONES = ['UTC', 'America/Los_Angeles', 'Pacific/Auckland'];
+const opArb = fc.record({
+  user: fc.integer({ min: 0, max: 2 }),
+  metric: fc.constantFrom('lessons', 'lessons', 'minutes'),
+  value: fc.constantFrom(0, 0.5, 1, 1, 2, 3.25, -0.4),
+  kind: fc.constantFrom(undefined, 'quiz', 'video'),
+  region: fc.constantFrom(undefined, undefined, 'eu', 'us'),
+  hours: fc.constantFrom(0, 0, 1, 5, 20, 26, 50),
+  // Mostly fresh keys; now and then one used before (a replay).
+  reuse: fc.constantFrom(false, false, false, false, true),
+});
+
+describe('events evaluated in the API and events applied by the user script', () => {
+  it('answer the same and leave the same state', async () => {
+    if (isCluster(evaluated.deps.redis)) return; // a Cluster's events all run in the user script
+    const commits = spyOwnCalls(evaluated.deps.redis, 'commitUserOp');
+    let run = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 30 }), async (ops) => {
+          run++;
+          let n = 0;
+          for (const op of ops) {
+            for (const t of [evaluated, scripted]) t.clock.advance(op.hours * 3600_000);
+            const id = `ee${run}-${op.user}`;
+            const user: Record<string, unknown> = { id, tz: ZONES[op.user % ZONES.length] };
+            if (op.region) user.attributes = { region: op.region };
+            const key = op.reuse && n > 0 ? `k${n - 1}` : `k${n++}`;
+            const send = (t: TestServer) =>
+              t.api(
+                'POST',
+                `/v1/metrics/${op.metric}/event`,
+                { user, value: op.value, ...(op.kind ? { attributes: { kind: op.kind } } : {}) },
+                { 'Idempotency-Key': `${id}-${key}` },
+              );
+            const [a, b] = [await send(evaluated), await send(scripted)];
+            expect([201, 202]).toContain(a.status);
+            expect({ status: a.status, body: a.body }).toEqual({ status: b.status, body: b.body });
+          }
+          expect(await state(evaluated)).toEqual(await state(scripted));
+        }),
+        { numRuns: 8 },
+      );
+      // Most events took the evaluated path: a read and a commit each.
+      expect(commits.calls().filter((c) => c[1 + Number(c[0])] === 'commit').length).toBeGreaterThan(50);
+    } finally {
+      commits.restore();
+    }
+  });
+
+  it('keeps the newest 10 awards of a user, as the user script does', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    for (let i = 0; i < 14; i++) {
+      const body = { user: { id: 'many-awards' }, value: 2 };
+      const headers = { 'Idempotency-Key': `aw-${i}` };
+      const [a, b] = [
+        await evaluated.api('POST', '/v1/metrics/lessons/event', body, headers),
+        await scripted.api('POST', '/v1/metrics/lessons/event', body, headers),
+      ];
+      expect(a.body).toEqual(b.body);
+      expect(await state(evaluated)).toEqual(await state(scripted));
+    }
+    const awards = Object.entries(await state(evaluated)).filter(([k]) => k.includes('many-awards:awards:'));
+    expect(awards).toHaveLength(1);
+    expect(awards[0]![1]).toHaveLength(10);
+  });
+
+  it('leaves an event to the user script when its user changed since it was read', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    const redis = evaluated.deps.redis;
+    const send = () =>
+      evaluated.api('POST', '/v1/metrics/lessons/event', { user: { id: 'racer' }, value: 2 });
+    expect((await send()).status).toBe(201);
+    const target = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const original = target.commitUserOp!;
+    const apply = spyOwnCalls(redis, 'applyUserOp');
+    let raced = 0;
+    target.commitUserOp = async (...args: unknown[]) => {
+      const n = Number(args[0]);
+      if (args[1 + n] === 'commit') {
+        // Another op of the same user commits between this op's read and its commit.
+        raced++;
+        await redis.hincrby(String(args[1]), 'seq', 1);
+      }
+      return original.apply(redis, args);
+    };
+    try {
+      const res = await send();
+      expect(res.status).toBe(201);
+      expect(raced).toBe(1);
+      // The commit found another seq and wrote nothing; the user script applied the event on top.
+      expect(apply.calls().length).toBe(1);
+      expect(res.body.total).toBe(4);
+      expect(await redis.hget(evaluated.deps.keys.user('racer').hash, 'seq')).toBe('3');
+      // Both reply markers (the evaluated commit's and the user script's) expire after 10 s.
+      const markers = (await keysUnder(redis, evaluated.prefix)).filter((k) => k.includes(':user:racer:op:'));
+      expect(markers).toHaveLength(2);
+      for (const m of markers) expect(await redis.pttl(m)).toBeGreaterThan(9_000);
+    } finally {
+      target.commitUserOp = original;
+      apply.restore();
+    }
+  });
+});
