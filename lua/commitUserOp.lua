@@ -130,6 +130,45 @@ local function commit(KEYS, ARGV)
   return record
 end
 
+-- The ops a process gathered within one turn of its event loop (src/services/evaluated-op.ts): "readMany"
+-- (ARGV per op: its key count, 3 or 4, then the read's three arguments; KEYS, each op's in turn)
+-- answers each op's read; "commitMany" (ARGV per op: its key count, its argument count, then its
+-- commit's arguments without the mode; KEYS, each op's in turn) answers each op's commit, an op that
+-- fails answering "!<error>" alone (as lua/applyUserOp.lua's "__multi_full").
+local OP_K, OP_A = {}, {}
+
+local function readMany(KEYS, ARGV)
+  local out, k, i = {}, 0, 2
+  local A = { 'read' }
+  while i <= #ARGV do
+    local nk = tonumber(ARGV[i])
+    OP_K[1], OP_K[2], OP_K[3], OP_K[4] = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], nk == 4 and KEYS[k + 4] or nil
+    A[2], A[3], A[4] = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    out[#out + 1] = read(OP_K, A)
+    k = k + nk
+    i = i + 4
+  end
+  return out
+end
+
+local function commitMany(KEYS, ARGV)
+  local replies, k, i = {}, 0, 2
+  local K, A = OP_K, OP_A
+  A[1] = 'commit'
+  while i <= #ARGV do
+    local nk, na = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    for j = 1, nk do K[j] = KEYS[k + j] end
+    for j = nk + 1, #K do K[j] = nil end
+    for j = 1, na do A[j + 1] = ARGV[i + 1 + j] end
+    for j = na + 2, #A do A[j] = nil end
+    local ok, reply = pcall(commit, K, A)
+    replies[#replies + 1] = ok and reply or ('!' .. errorText(reply))
+    k = k + nk
+    i = i + 2 + na
+  end
+  return replies
+end
+
 local function bindGlobals()
   if string == nil then
     string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
@@ -139,7 +178,10 @@ end
 local function run(KEYS, ARGV)
   bindGlobals()
   boardEdgesReset()
-  if ARGV[1] == 'read' then return read(KEYS, ARGV) end
+  local mode = ARGV[1]
+  if mode == 'commitMany' then return commitMany(KEYS, ARGV) end
+  if mode == 'readMany' then return readMany(KEYS, ARGV) end
+  if mode == 'read' then return read(KEYS, ARGV) end
   return commit(KEYS, ARGV)
 end
 

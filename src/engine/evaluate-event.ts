@@ -233,7 +233,9 @@ function streakUnpack(h: Record<string, string>): boolean {
 
 function loadStreak(h: Record<string, string>, epoch: number): Streak {
   const own = streakUnpack(h);
-  const base = {
+  const same = num(h.epoch, -1) === epoch;
+  // One literal (no spread of a shared part: V8 gives spread objects slower maps).
+  return {
     own,
     freezes: num(h.freezes, 0),
     longest: num(h.longest, 0),
@@ -241,32 +243,16 @@ function loadStreak(h: Record<string, string>, epoch: number): Streak {
     pauses: h.pauses ? (JSON.parse(h.pauses) as Array<[number, number]>) : [],
     freezeInit: h.freezeInit,
     raw: h,
-  };
-  if (num(h.epoch, -1) === epoch) {
-    return {
-      ...base,
-      length: num(h.length, 0),
-      lastMet: num(h.lastMet, null),
-      started: h.started !== undefined && h.started !== '' ? h.started : null,
-      curIdx: num(h.curIdx, null),
-      curMet: h.curMet === '1',
-      lengthAt: num(h.lengthAt, 0),
-      metAt: num(h.metAt, 0),
-      fresh: false,
-      staleHist: false,
-    };
-  }
-  return {
-    ...base,
-    length: 0,
-    lastMet: null,
-    started: null,
-    curIdx: null,
-    curMet: false,
-    lengthAt: 0,
-    metAt: 0,
-    fresh: true,
-    staleHist: h.epoch !== undefined,
+    length: same ? num(h.length, 0) : 0,
+    lastMet: same ? num(h.lastMet, null) : null,
+    started: same && h.started !== undefined && h.started !== '' ? h.started : null,
+    curIdx: same ? num(h.curIdx, null) : null,
+    curMet: same && h.curMet === '1',
+    lengthAt: same ? num(h.lengthAt, 0) : 0,
+    metAt: same ? num(h.metAt, 0) : 0,
+    fresh: !same,
+    // A state of another epoch: its period history is discarded with it.
+    staleHist: !same && h.epoch !== undefined,
   };
 }
 

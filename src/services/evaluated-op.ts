@@ -9,6 +9,7 @@
 import { type EventState, evaluateEvent } from '../engine/evaluate-event';
 import type { Plan } from '../engine/plan';
 import type { RedisClient } from '../redis/client';
+import { PerTurn, type Waiting } from '../redis/per-turn';
 import type { UserScriptContext, UserScriptInput } from '../redis/user-script';
 
 export interface EvaluatedCall {
@@ -23,19 +24,75 @@ export interface EvaluatedCall {
   wire: () => string | Promise<string>;
 }
 
+/** One op's part of a gathered call: its keys and its arguments (without the mode). */
+interface Part<R> extends Waiting<R> {
+  keys: string[];
+  args: string[];
+}
+
+/** At most this many ops per gathered call, so one call never holds Redis for long. */
+const MAX_GATHERED = 16;
+
+/**
+ * The reads, and the commits, a process has within one turn of its event loop travel in one call of
+ * lua/commitUserOp.lua ("readMany", "commitMany"): per client, one queue of each.
+ */
+const turns = new WeakMap<
+  RedisClient,
+  { reads: PerTurn<string, Part<ReadReply>>; commits: PerTurn<string, Part<string>> }
+>();
+
+type ReadReply = [string[], string | null, string];
+
+function turnsOf(redis: RedisClient) {
+  let t = turns.get(redis);
+  if (!t) {
+    const send =
+      <R>(mode: string, counts: (p: Part<R>) => string[]) =>
+      (parts: Array<Part<R>>) => {
+        const keys = parts.flatMap((p) => p.keys);
+        const args = parts.flatMap((p) => [...counts(p), ...p.args]);
+        (redis.commitUserOp(keys.length, ...keys, mode, ...args) as Promise<unknown>).then(
+          (replies) => {
+            const list = Array.isArray(replies) ? replies : [];
+            parts.forEach((p, i) => {
+              const r = list[i];
+              if (r === undefined)
+                p.reject(new Error('commitUserOp answered fewer replies than it was sent'));
+              else if (typeof r === 'string' && r.startsWith('!'))
+                p.reject(new Error(`commitUserOp: ${r.slice(1)}`));
+              else p.resolve(r as R);
+            });
+          },
+          (err) => {
+            for (const p of parts) p.reject(err);
+          },
+        );
+      };
+    t = {
+      reads: new PerTurn(
+        MAX_GATHERED,
+        send<ReadReply>('readMany', (p) => [String(p.keys.length)]),
+      ),
+      commits: new PerTurn(
+        MAX_GATHERED,
+        send<string>('commitMany', (p) => [String(p.keys.length), String(p.args.length)]),
+      ),
+    };
+    turns.set(redis, t);
+  }
+  return t;
+}
+
 /** The user's state as the user script would read it for the op. */
 async function readState(redis: RedisClient, c: EvaluatedCall): Promise<EventState> {
   const [user, idem, , , , hist] = c.keys as [string, string, string, string, string, string];
   const keys = c.previousBucket ? [user, idem, hist, c.previousBucket] : [user, idem, hist];
   const idemIn = c.input.idem;
-  const [flat, history, remembered] = (await redis.commitUserOp(
-    keys.length,
-    ...keys,
-    'read',
-    idemIn?.f ?? '',
-    String(idemIn?.win ?? 0),
-    String(c.input.now),
-  )) as [string[], string | null, string];
+  const args = [idemIn?.f ?? '', String(idemIn?.win ?? 0), String(c.input.now)];
+  const [flat, history, remembered] = await new Promise<ReadReply>((resolve, reject) =>
+    turnsOf(redis).reads.add('', { keys, args, resolve, reject }),
+  );
   const hash: Record<string, string> = {};
   for (let i = 0; i < flat.length; i += 2) hash[flat[i]!] = flat[i + 1]!;
   return { hash, hist: history, idemRemembered: remembered === '1' };
@@ -49,7 +106,6 @@ export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promi
   if (ev.kind !== 'writes') return null;
   const { input, context } = c;
   const args: string[] = [
-    'commit',
     seqRead,
     input.user.id,
     String(input.now),
@@ -90,6 +146,8 @@ export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promi
   for (const b of boards) args.push(b.id, b.run, b.value);
   args.push(JSON.stringify(head).slice(0, -1), JSON.stringify(ev.extra).slice(0, -1));
   args.push(ev.levelNews ? await c.wire() : '');
-  const reply = (await redis.commitUserOp(c.keys.length, ...c.keys, ...args)) as string;
+  const reply = await new Promise<string>((resolve, reject) =>
+    turnsOf(redis).commits.add('', { keys: c.keys, args, resolve, reject }),
+  );
   return reply === 'STALE' ? null : reply;
 }

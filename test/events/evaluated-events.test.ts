@@ -99,7 +99,7 @@ describe('events evaluated in the API and events applied by the user script', ()
         { numRuns: 8 },
       );
       // Most events took the evaluated path: a read and a commit each.
-      expect(commits.calls().filter((c) => c[1 + Number(c[0])] === 'commit').length).toBeGreaterThan(50);
+      expect(commits.calls().filter((c) => c[1 + Number(c[0])] === 'commitMany').length).toBeGreaterThan(50);
     } finally {
       commits.restore();
     }
@@ -122,6 +122,36 @@ describe('events evaluated in the API and events applied by the user script', ()
     expect(awards[0]![1]).toHaveLength(10);
   });
 
+  it('gathers the reads and commits of parallel events, and keeps parallel events of one user exact', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    const commits = spyOwnCalls(evaluated.deps.redis, 'commitUserOp');
+    try {
+      const send = (id: string, i: number) =>
+        evaluated.api(
+          'POST',
+          '/v1/metrics/lessons/event',
+          { user: { id }, value: 1 },
+          { 'Idempotency-Key': `p${i}` },
+        );
+      const results = await Promise.all([
+        ...Array.from({ length: 20 }, (_, i) => send('parallel-one', i)),
+        ...Array.from({ length: 20 }, (_, i) => send(`parallel-${i}`, i)),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(Array(40).fill(201));
+      // One user's 20 events: each counted once, whichever path applied it.
+      const totals = results.slice(0, 20).map((r) => r.body.total as number);
+      expect(totals.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      expect(await evaluated.deps.redis.hget(evaluated.deps.keys.user('parallel-one').hash, 'seq')).toBe(
+        '20',
+      );
+      // Several ops per call.
+      const many = commits.calls().filter((c) => c[1 + Number(c[0])] === 'commitMany');
+      expect(many.some((c) => Number(c[0]) > 40)).toBe(true);
+    } finally {
+      commits.restore();
+    }
+  });
+
   it('leaves an event to the user script when its user changed since it was read', async () => {
     if (isCluster(evaluated.deps.redis)) return;
     const redis = evaluated.deps.redis;
@@ -134,7 +164,7 @@ describe('events evaluated in the API and events applied by the user script', ()
     let raced = 0;
     target.commitUserOp = async (...args: unknown[]) => {
       const n = Number(args[0]);
-      if (args[1 + n] === 'commit') {
+      if (args[1 + n] === 'commitMany') {
         // Another op of the same user commits between this op's read and its commit.
         raced++;
         await redis.hincrby(String(args[1]), 'seq', 1);

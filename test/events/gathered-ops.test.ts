@@ -15,7 +15,9 @@ let m: { id: string; key: string };
 let board: { key: string };
 
 beforeAll(async () => {
-  t = await createTestServer();
+  // The user script's own gathering: every event goes to it (not evaluated in the API, whatever
+  // EVALUATE_EVENTS the suite runs with: src/services/evaluated-op.ts gathers its own calls).
+  t = await createTestServer({ env: { EVALUATE_EVENTS: '0' } });
   [m] = (await adminCreate(t, '/metrics', [{ key: 'go-m', name: 'M' }])) as [{ id: string; key: string }];
   const [sys] = await adminCreate(t, '/points', [{ key: 'go-xp', name: 'XP' }]);
   const res = await t.admin('POST', `/points/${sys.id}/triggers`, [

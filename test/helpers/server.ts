@@ -80,6 +80,8 @@ export async function createTestServer(opts: TestServerOptions = {}): Promise<Te
     USER_SHARDS: '16',
     // The test clock stands still, so buckets never refill: limits are tested where they are set.
     RATE_LIMIT_PER_SECOND: '1000000',
+    // EVALUATE_EVENTS=1 npm test runs the suite with single events evaluated in the API.
+    ...(process.env.EVALUATE_EVENTS ? { EVALUATE_EVENTS: process.env.EVALUATE_EVENTS } : {}),
     ...opts.env,
   });
   const clock =

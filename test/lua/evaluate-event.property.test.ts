@@ -266,8 +266,8 @@ describe.each([
   ['a weekly any-condition streak, a 0-point level and mixed roundings', otherSetup],
 ])('the event op in TypeScript (src/engine/evaluate-event.ts) and lua/applyUserOp.lua, %s', (_, setup) => {
   beforeAll(async () => {
-    // EVALUATE_EVENTS off (the default): every event reaches the user script.
-    t = await createTestServer();
+    // EVALUATE_EVENTS off, whatever the suite runs with: every event reaches the user script.
+    t = await createTestServer({ env: { EVALUATE_EVENTS: '0' } });
     await setup(t);
   });
   afterAll(async () => t.close());

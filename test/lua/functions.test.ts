@@ -49,11 +49,13 @@ beforeAll(async () => {
   if (inject('services').clusterNodes) {
     const cluster = await startRedisCluster();
     own = cluster;
-    t = await createTestServer({ env: { REDIS_CLUSTER_NODES: cluster.nodes } });
+    t = await createTestServer({ env: { REDIS_CLUSTER_NODES: cluster.nodes, EVALUATE_EVENTS: '0' } });
   } else {
     const redis = await startRedis();
     own = redis;
-    t = await createTestServer({ env: { REDIS_URL: redis.url } });
+    // Events go to the user script, whose Function these tests flush and reload (whatever
+    // EVALUATE_EVENTS the suite runs with).
+    t = await createTestServer({ env: { REDIS_URL: redis.url, EVALUATE_EVENTS: '0' } });
   }
   [{ id: metricId }] = await adminCreate(t, '/metrics', [{ key: 'fn-steps', name: 'Steps' }]);
   await t.deps.catalog.reload();

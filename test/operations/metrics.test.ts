@@ -52,7 +52,9 @@ async function dashboard() {
 
 beforeAll(async () => {
   t = await createTestServer({
-    env: { METRICS_TOKEN: TOKEN, WEBHOOK_MAX_RETRIES: '3', WEBHOOK_TIMEOUT_MS: '2000' },
+    // The user script's call counts are checked below: events go to it, whatever EVALUATE_EVENTS the
+    // suite runs with.
+    env: { METRICS_TOKEN: TOKEN, WEBHOOK_MAX_RETRIES: '3', WEBHOOK_TIMEOUT_MS: '2000', EVALUATE_EVENTS: '0' },
   });
   writer = new HistoryWriter(t.deps, { hooks: historyHooks, claimIdleMs: 0 });
   const [m] = await adminCreate(t, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
