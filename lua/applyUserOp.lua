@@ -70,17 +70,7 @@ order, checks every bound before anything is written, then writes (one HSET of t
 ]]
 
 
--- The standard library the op reads, as upvalues of this chunk rather than globals. A Redis Function's
--- globals are an empty table whose metatable finds them, so each global read there costs two table
--- lookups and a metamethod (about 60 a new user's event). Its library loads with none of them
--- reachable, so they are bound at the first call (run); `redis` stays a global, which the Function's
--- registration at the end reads while loading. globalsNow is compiled before the locals below, so the
--- names in it are the globals.
-local function globalsNow()
-  return string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
-end
-local string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
-
+--!include lib/function.lua
 --!include lib/numbers.lua
 --!include lib/filters.lua
 --!include lib/user.lua
@@ -591,16 +581,9 @@ local function applyOne(KEYS, ARGV, quiet)
   return reply
 end
 
--- Binds the upvalues above at the first call (and at every call of a plain script, which loads anew).
-local function bindGlobals()
-  if string == nil then
-    string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
-    guardNoFields()
-  end
-end
-
 local function run(KEYS, ARGV)
-  bindGlobals()
+  -- The standard library bound at the first call (lib/function.lua), and NO_FIELDS guarded then.
+  if bindGlobals() then guardNoFields() end
   boardEdgesReset()
   local mode = ARGV[1]
   if mode ~= '__multi' and mode ~= '__multi_full' and mode ~= '__multi_node' then return applyOne(KEYS, ARGV) end
@@ -657,19 +640,8 @@ local function run(KEYS, ARGV)
   return replies
 end
 
--- What src/redis/scripts.ts registers as the Redis Function. The Functions engine's Lua state holds
--- function libraries only (never EVAL scripts), and its live data is small (the kept plans and
--- contexts): a collection cycle waits until the heap has grown to 4 times it (Lua's default: twice),
--- which halves the collector's share of a call (about 6 % of the instructions) for a heap of a few MB.
--- A plain script (EVAL, tests) runs `run` below and leaves the EVAL state's collector as it is.
-local gcTuned = false
-local function served(KEYS, ARGV)
-  if not gcTuned then
-    gcTuned = true
-    collectgarbage('setpause', 400)
-  end
-  return run(KEYS, ARGV)
-end
+-- What src/redis/scripts.ts registers as the Redis Function (lib/function.lua).
+local served = servedBy(run)
 
 -- Served as a Redis Function (src/redis/scripts.ts replaces this line with the registration of
 -- `served`), so the code above is loaded once, not per call; as a plain script (EVAL) it runs here.

@@ -29,11 +29,7 @@ Reply: the op's record (JSON), as lua/applyUserOp.lua answers it, or 'STALE' (no
 retried call whose op committed already answers the committed record (its reply marker).
 ]]
 
-local function globalsNow()
-  return string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
-end
-local string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall
-
+--!include lib/function.lua
 --!include lib/numbers.lua
 --!include lib/idempotency.lua
 --!include lib/board.lua
@@ -169,12 +165,6 @@ local function commitMany(KEYS, ARGV)
   return replies
 end
 
-local function bindGlobals()
-  if string == nil then
-    string, math, table, cjson, tonumber, tostring, type, unpack, pairs, pcall = globalsNow()
-  end
-end
-
 local function run(KEYS, ARGV)
   bindGlobals()
   boardEdgesReset()
@@ -185,15 +175,7 @@ local function run(KEYS, ARGV)
   return commit(KEYS, ARGV)
 end
 
--- As lua/applyUserOp.lua's: the Functions engine's Lua state collects when its heap has grown to 4
--- times its live data instead of twice (that state holds function libraries only).
-local gcTuned = false
-local function served(KEYS, ARGV)
-  if not gcTuned then
-    gcTuned = true
-    collectgarbage('setpause', 400)
-  end
-  return run(KEYS, ARGV)
-end
+-- What src/redis/scripts.ts registers as the Redis Function (lib/function.lua).
+local served = servedBy(run)
 
 return run(KEYS, ARGV)

@@ -12,8 +12,13 @@
  * Anything else answers `{ kind: 'script' }`: the caller leaves the op to the user script, which also
  * answers what this does not (a replay, an error TZ with the zone to recompute in).
  */
-import type { Plan, PlanSystem } from './plan';
+import { type RecentAward, splitUserHash } from '../redis/user-hash';
 import type { LuaFilter, UserScriptContext, UserScriptInput } from '../redis/user-script';
+import { matchesFilters as matches } from './filters';
+import { levelOf } from './levels';
+import { dayIndex, type Frequency, periodBounds } from './periods';
+import type { Plan, PlanSystem } from './plan';
+import { crossedMultiples, floorDiv } from './trigger-counters';
 
 /** What the script reads for an event before it writes. */
 export interface EventState {
@@ -89,95 +94,6 @@ function num(s: string | undefined, dflt: number | null): number | null {
   return n;
 }
 
-function floordiv(a: number, b: number): [number, number] {
-  let q = Math.floor(a / b);
-  let r = a - q * b;
-  if (r < 0) {
-    q -= 1;
-    r += b;
-  } else if (r >= b) {
-    q += 1;
-    r -= b;
-  }
-  return [q, r];
-}
-
-// ------------------------------------------------------------------ lib/filters.lua
-
-function matches(filters: LuaFilter[] | undefined, attrs: Record<string, string>): boolean {
-  if (!filters) return true;
-  for (const [k, v] of filters) if (attrs[k] !== v) return false;
-  return true;
-}
-
-// ------------------------------------------------------------------ lib/calendar.lua
-
-function daysFromCivil(y0: number, m: number, d: number): number {
-  const y = m <= 2 ? y0 - 1 : y0;
-  const era = Math.floor(y / 400);
-  const yoe = y - era * 400;
-  const mp = (m + 9) % 12;
-  const doy = Math.floor((153 * mp + 2) / 5) + d - 1;
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
-  return era * 146097 + doe - 719468;
-}
-
-function periodDays(freq: string, idx: number): [number, number] {
-  if (freq === 'daily') return [idx, idx];
-  if (freq === 'weekly') return [idx * 7 - 3, idx * 7 + 3];
-  const y = Math.floor(idx / 12);
-  const m = idx - y * 12 + 1;
-  const first = daysFromCivil(y, m, 1);
-  const [ny, nm] = m + 1 === 13 ? [y + 1, 1] : [y, m + 1];
-  return [first, daysFromCivil(ny, nm, 1) - 1];
-}
-
-// ------------------------------------------------------------------ lib/user.lua
-
-const USER_PARTS: Record<string, string> = {
-  m: 'metrics',
-  c: 'counters',
-  d: 'achievements',
-  n: 'points',
-  s: 'streak',
-  b: 'boards',
-  r: 'applied',
-};
-
-interface UserParts {
-  profile: Record<string, string>;
-  attrs: Record<string, string>;
-  metrics: Record<string, string>;
-  counters: Record<string, string>;
-  achievements: Record<string, string>;
-  points: Record<string, string>;
-  streak: Record<string, string>;
-  boards: Record<string, string>;
-}
-
-function splitUser(hash: Record<string, string>): UserParts {
-  const u: UserParts & Record<string, Record<string, string>> = {
-    profile: {},
-    attrs: {},
-    metrics: {},
-    counters: {},
-    achievements: {},
-    points: {},
-    streak: {},
-    boards: {},
-    applied: {},
-  };
-  for (const [f, v] of Object.entries(hash)) {
-    const part = f.charCodeAt(1) === 58 ? USER_PARTS[f[0]!] : undefined;
-    if (part) u[part]![f.slice(2)] = v;
-    else if (f.startsWith('a:')) {
-      u.profile[f] = v;
-      u.attrs[f.slice(2)] = v;
-    } else u.profile[f] = v;
-  }
-  return u;
-}
-
 // ------------------------------------------------------------------ lib/streak.lua
 
 const HIST_MAX = 100;
@@ -201,38 +117,13 @@ interface Streak {
   staleHist: boolean;
 }
 
-/** streakUnpack: spreads the packed fields over the part's named ones (the packed win). */
-function streakUnpack(h: Record<string, string>): boolean {
-  const own = h.epoch !== undefined || h.longestAt !== undefined;
-  const set = (name: string, v: string | undefined) => {
-    if (v !== undefined && v !== '') h[name] = v;
-    else delete h[name];
-  };
-  if (h._ !== undefined) {
-    const p = h._.split('|');
-    // '^([^|]*)|...|(.*)$': the last field takes the rest.
-    const [epoch, length, freezes, longest, curIdx, curMet, lastMet] = p;
-    const started = p.slice(7).join('|');
-    set('epoch', epoch);
-    set('length', length);
-    set('freezes', freezes);
-    set('longest', longest);
-    set('curIdx', curIdx);
-    set('curMet', curMet);
-    set('lastMet', lastMet);
-    set('started', started);
-  }
-  if (h['~'] !== undefined) {
-    const p = h['~'].split('|');
-    set('longestAt', p[0]);
-    set('lengthAt', p[1]);
-    set('metAt', p.slice(2).join('|'));
-  }
-  return own;
-}
-
-function loadStreak(h: Record<string, string>, epoch: number): Streak {
-  const own = streakUnpack(h);
+/**
+ * loadStreak, from the user hash's streak part as src/redis/user-hash.ts splits it (the packed fields
+ * spread over their names, as lib/streak.lua's streakUnpack spreads them) with the packs themselves
+ * (`_`, `~`, which streakPut compares against) and whether the hash also held the scalar fields as
+ * fields of their own (an earlier version's: `own`).
+ */
+function loadStreak(h: Record<string, string>, epoch: number, own: boolean): Streak {
   const same = num(h.epoch, -1) === epoch;
   // One literal (no spread of a shared part: V8 gives spread objects slower maps).
   return {
@@ -264,8 +155,13 @@ function rollover(freq: string, st: Streak, cur: number, freezesOn: boolean): [R
   if (st.length <= 0 || st.lastMet === null) return [resolved, lost];
   let p = st.lastMet + 1;
   while (p < cur && st.length > 0) {
-    const [first, last] = periodDays(freq, p);
-    const paused = st.pauses.some((pz) => pz[0] <= last && pz[1] >= first);
+    let paused = false;
+    if (st.pauses.length > 0) {
+      // The period's first and last day indexes (lib/calendar.lua periodDays).
+      const b = periodBounds(freq as Frequency, p);
+      const [first, last] = [dayIndex(b.start), dayIndex(b.end)];
+      paused = st.pauses.some((pz) => pz[0] <= last && pz[1] >= first);
+    }
     if (paused) {
       st.lastMet = p;
       resolved.push([p, st.length, false, true]);
@@ -385,12 +281,10 @@ function conditionsMet(S: Plan['streak'], sums: Record<string, number>): boolean
 
 // ------------------------------------------------------------------ lib/points.lua
 
+/** levelAt: the level a total reaches, as its 1-based position in the thresholds, false for none. */
 function levelAt(lv: number[] | undefined, total: number): number | false {
-  let found: number | false = false;
-  (lv ?? []).forEach((p, j) => {
-    if (p <= total) found = j + 1;
-  });
-  return found;
+  const levels = (lv ?? []).map((points, i) => ({ points, position: i + 1 }));
+  return levelOf({ levels }, total)?.position ?? false;
 }
 
 const triggerFields = (t: { id: string; ep: number }): [string, string] => {
@@ -411,17 +305,8 @@ interface AwardContext {
   date: number;
 }
 
-interface RawAward {
-  id: string;
-  awarded: number;
-  total: number;
-  trigger: string;
-  boosts: string[];
-  date: number;
-}
-
-function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RawAward[], number, boolean] {
-  const awards: RawAward[] = [];
+function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RecentAward[], number, boolean] {
+  const awards: RecentAward[] = [];
   let total = start;
   let overflow = false;
   const boosts = ctx.boosts[sys.id] ?? [];
@@ -442,7 +327,8 @@ function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RawAwa
       }
     }
     if (applied.length > 0) {
-      const [q, r] = floordiv(base * n, d);
+      const q = floorDiv(base * n, d);
+      const r = base * n - q * d;
       x = q;
       if (mode === 'up' && r > 0) x = q + 1;
       if (mode === 'nearest' && 2 * r >= d) x = q + 1;
@@ -464,7 +350,7 @@ function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RawAwa
     const [tf, hf] = triggerFields(t);
     const h = ctx.stored(hf);
     const t1 = ctx.counters.get(tf)!;
-    const k = Math.max(0, floordiv(t1, t.thr)[0] - floordiv(h, t.thr)[0]);
+    const k = crossedMultiples({ total: h, high: h }, t1, t.thr);
     const mark = t1 > h ? t1 : h;
     if (mark !== h) ctx.counters.set(hf, mark);
     if (k > 0) award(t, k * t.p);
@@ -474,7 +360,7 @@ function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RawAwa
   return [awards, total, overflow];
 }
 
-const awardEntry = (a: RawAward) =>
+const awardEntry = (a: RecentAward) =>
   `${fmt(a.total)}|${fmt(a.awarded)}|${a.id}|${fmt(a.date)}|${a.trigger}|${a.boosts.join(',')}`;
 
 // ------------------------------------------------------------------ lua/applyUserOp.lua derivedId
@@ -497,8 +383,10 @@ export function evaluateEvent(
 ): EventEvaluation {
   if (input.op !== 'event') return { kind: 'script', reason: 'not an event' };
   if (state.idemRemembered) return { kind: 'script', reason: 'idempotency replay' };
-  const U = splitUser(state.hash);
+  const U = splitUserHash(state.hash);
   const prof = U.profile;
+  const storedAttrs: Record<string, string> = {};
+  for (const [f, v] of Object.entries(prof)) if (f.startsWith('a:')) storedAttrs[f.slice(2)] = v;
   const exists = prof.created !== undefined;
   const user = input.user;
   const storedTz = prof.tz ?? 'UTC';
@@ -517,8 +405,17 @@ export function evaluateEvent(
   let ids = 0;
   const nextId = () => derivedId(input.eventId, ++ids);
 
-  const st = loadStreak(U.streak, S.epoch);
-  const attrs = user.attrs ? { ...U.attrs, ...user.attrs } : U.attrs;
+  const streakPart = U.streak;
+  for (const pack of ['_', '~']) {
+    const v = state.hash[`s:${pack}`];
+    if (v !== undefined) streakPart[pack] = v;
+  }
+  const st = loadStreak(
+    streakPart,
+    S.epoch,
+    state.hash['s:epoch'] !== undefined || state.hash['s:longestAt'] !== undefined,
+  );
+  const attrs = user.attrs ? { ...storedAttrs, ...user.attrs } : storedAttrs;
   const done = U.achievements;
 
   const counters = new Map<string, number>();

@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCluster } from '../../src/redis/client';
+import { EVENT_ZONES, eventFields, flatPairs, normalizeRecord } from '../helpers/records';
 import { mixedSetup, snapshotKeys } from '../helpers/rebuild';
 import { spyOwnCalls } from '../helpers/spy';
 import { createTestServer, keysUnder, type TestServer } from '../helpers/server';
@@ -22,18 +23,6 @@ afterAll(async () => {
   await evaluated?.close();
 });
 
-/** cjson encodes an empty table as {}: the lists of a record, read as lists. */
-const LISTS = new Set(['completions', 'points', 'boards', 'periods', 'awards', 'boosts', 'moves']);
-function normalize(v: unknown, key = ''): unknown {
-  if (Array.isArray(v)) return v.map((x) => normalize(x));
-  if (v && typeof v === 'object') {
-    const entries = Object.entries(v);
-    if (entries.length === 0 && LISTS.has(key)) return [];
-    return Object.fromEntries(entries.map(([k, x]) => [k, normalize(x, k)]));
-  }
-  return v;
-}
-
 /**
  * The snapshot with its keys relative to the server's prefix, and the outbox's entries (the record,
  * x without its commit time, and whether w is there).
@@ -45,23 +34,17 @@ async function state(t: TestServer): Promise<Record<string, unknown>> {
     [string, string[]]
   >;
   out.outbox = entries.map(([, f]) => {
-    const e: Record<string, string> = {};
-    for (let i = 0; i < f.length; i += 2) e[f[i]!] = f[i + 1]!;
+    const e = flatPairs(f);
     const { ts: _, ...x } = JSON.parse(e.x!) as Record<string, unknown>;
-    const cw = (x.cw ?? []) as string[];
-    x.cw = Object.fromEntries(cw.flatMap((c, i) => (i % 2 ? [] : [[c, cw[i + 1]]])));
-    return { r: normalize(JSON.parse(e.r!)), x: normalize(x), w: 'w' in e };
+    x.cw = flatPairs(x.cw);
+    return { r: normalizeRecord(JSON.parse(e.r!)), x: normalizeRecord(x), w: 'w' in e };
   });
   return out;
 }
 
-const ZONES = ['UTC', 'America/Los_Angeles', 'Pacific/Auckland'];
 const opArb = fc.record({
+  ...eventFields,
   user: fc.integer({ min: 0, max: 2 }),
-  metric: fc.constantFrom('lessons', 'lessons', 'minutes'),
-  value: fc.constantFrom(0, 0.5, 1, 1, 2, 3.25, -0.4),
-  kind: fc.constantFrom(undefined, 'quiz', 'video'),
-  region: fc.constantFrom(undefined, undefined, 'eu', 'us'),
   hours: fc.constantFrom(0, 0, 1, 5, 20, 26, 50),
   // Mostly fresh keys; now and then one used before (a replay).
   reuse: fc.constantFrom(false, false, false, false, true),
@@ -80,7 +63,7 @@ describe('events evaluated in the API and events applied by the user script', ()
           for (const op of ops) {
             for (const t of [evaluated, scripted]) t.clock.advance(op.hours * 3600_000);
             const id = `ee${run}-${op.user}`;
-            const user: Record<string, unknown> = { id, tz: ZONES[op.user % ZONES.length] };
+            const user: Record<string, unknown> = { id, tz: EVENT_ZONES[op.user % EVENT_ZONES.length] };
             if (op.region) user.attributes = { region: op.region };
             const key = op.reuse && n > 0 ? `k${n - 1}` : `k${n++}`;
             const send = (t: TestServer) =>

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { evaluateEvent, type EventState } from '../../src/engine/evaluate-event';
 import type { Plan } from '../../src/engine/plan';
 import type { UserScriptContext, UserScriptInput } from '../../src/redis/user-script';
+import { EVENT_ZONES, eventFields, flatPairs, normalizeRecord } from '../helpers/records';
 import { mixedSetup } from '../helpers/rebuild';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
@@ -123,25 +124,6 @@ async function otherSetup(t: TestServer): Promise<void> {
 
 let t: TestServer;
 
-/** cjson encodes an empty table as {}: the lists of a record, read as lists. */
-const LISTS = new Set(['completions', 'points', 'boards', 'periods', 'awards', 'boosts']);
-function normalize(v: unknown, key = ''): unknown {
-  if (Array.isArray(v)) return v.map((x) => normalize(x));
-  if (v && typeof v === 'object') {
-    const entries = Object.entries(v);
-    if (entries.length === 0 && LISTS.has(key)) return [];
-    return Object.fromEntries(entries.map(([k, x]) => [k, normalize(x, k)]));
-  }
-  return v;
-}
-/** A flat [field, value, ...] list as a map (the script lists counters in its table's order). */
-const pairs = (flat: unknown) => {
-  const list = Array.isArray(flat) ? (flat as string[]) : [];
-  const out: Record<string, string> = {};
-  for (let i = 0; i < list.length; i += 2) out[list[i]!] = list[i + 1]!;
-  return out;
-};
-
 interface Checked {
   writes: number;
   script: number;
@@ -223,7 +205,7 @@ function checkEveryCall(counts: Checked, failures: unknown[]) {
       delete record.moves;
       for (const b of (Array.isArray(record.boards) ? record.boards : []) as Array<Record<string, unknown>>)
         delete b.ap;
-      expect(normalize(record)).toEqual(normalize(ev.record));
+      expect(normalizeRecord(record)).toEqual(normalizeRecord(ev.record));
       // The board values the script stored (the user hash above) and put in the record match; the
       // evaluation's per-board map says the same.
       expect([...ev.boardValues.keys()].map((i) => ctx.boards[i]!.id)).toEqual(
@@ -232,15 +214,15 @@ function checkEveryCall(counts: Checked, failures: unknown[]) {
       // The outbox entry: x without ts, and w exactly when there is level news.
       expect(await redis.xlen(kOutbox)).toBe(before.outbox + 1);
       const [[, fields]] = (await redis.xrevrange(kOutbox, '+', '-', 'COUNT', 1)) as [[string, string[]]];
-      const entry = pairs(fields);
+      const entry = flatPairs(fields);
       expect(entry.r).toBe(raw);
       const x = JSON.parse(entry.x!) as Record<string, unknown>;
       expect(x.ts).toMatch(/^\d+$/);
       delete x.ts;
       const { cw: xcw, ...xrest } = x;
       const { cw: ecw, ...erest } = ev.extra;
-      expect(pairs(xcw)).toEqual(pairs(ecw));
-      expect(normalize(xrest)).toEqual(normalize(erest));
+      expect(flatPairs(xcw)).toEqual(flatPairs(ecw));
+      expect(normalizeRecord(xrest)).toEqual(normalizeRecord(erest));
       expect('w' in entry).toBe(ev.levelNews);
     } catch (err) {
       failures.push({ input, state, err });
@@ -249,14 +231,9 @@ function checkEveryCall(counts: Checked, failures: unknown[]) {
   }) as never);
 }
 
-const ZONES = ['UTC', 'America/Los_Angeles', 'Pacific/Auckland'];
-
 const opArb = fc.record({
+  ...eventFields,
   user: fc.integer({ min: 0, max: 3 }),
-  metric: fc.constantFrom('lessons', 'lessons', 'minutes'),
-  value: fc.constantFrom(0, 0.5, 1, 1, 2, 3.25, -0.4),
-  kind: fc.constantFrom(undefined, 'quiz', 'video'),
-  region: fc.constantFrom(undefined, undefined, 'eu', 'us'),
   hours: fc.constantFrom(0, 0, 1, 5, 20, 26, 50, 75),
   key: fc.constantFrom(undefined, undefined, undefined, 'a', 'b'),
 });
@@ -284,7 +261,7 @@ describe.each([
           for (const op of ops) {
             t.clock.advance(op.hours * 3600_000);
             const id = `ev${run}-${op.user}`;
-            const user: Record<string, unknown> = { id, tz: ZONES[op.user % ZONES.length] };
+            const user: Record<string, unknown> = { id, tz: EVENT_ZONES[op.user % EVENT_ZONES.length] };
             if (op.region) user.attributes = { region: op.region };
             const res = await t.api(
               'POST',
