@@ -117,12 +117,14 @@ describe('layers', () => {
   });
 
   it('keeps the engine free of I/O: it imports rules, types and key names, never a client or a service', () => {
-    // What src/engine may import outside itself: the configuration snapshot, table types, key names
-    // and the user script's contract (types and schemas, no client).
+    // What src/engine may import outside itself: the configuration snapshot, table types, key names,
+    // the user hash's layout (pure functions, no import) and the user script's contract (types and
+    // schemas, no client).
     const allowed = [
       'src/catalog/snapshot.ts',
       'src/db/schema.ts',
       'src/redis/keys.ts',
+      'src/redis/user-hash.ts',
       'src/redis/user-script.ts',
     ];
     const leaks = [...graph]
