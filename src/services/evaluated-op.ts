@@ -102,7 +102,14 @@ async function readState(redis: RedisClient, c: EvaluatedCall): Promise<EventSta
 export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promise<string | null> {
   const state = await readState(redis, c);
   const seqRead = state.hash.seq ?? '';
-  const ev = evaluateEvent(c.plan, c.input, c.context, state);
+  // Whatever the evaluation cannot take (a state it cannot read, say) is the user script's to apply
+  // or refuse, as it would have been without the evaluation.
+  let ev: ReturnType<typeof evaluateEvent>;
+  try {
+    ev = evaluateEvent(c.plan, c.input, c.context, state);
+  } catch {
+    return null;
+  }
   if (ev.kind !== 'writes') return null;
   const { input, context } = c;
   const args: string[] = [

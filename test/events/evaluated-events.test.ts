@@ -135,6 +135,37 @@ describe('events evaluated in the API and events applied by the user script', ()
     }
   });
 
+  it('leaves an event to the user script when the evaluation cannot read the user', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    const redis = evaluated.deps.redis;
+    const hash = evaluated.deps.keys.user('odd-state').hash;
+    // Pauses written with hexadecimal numbers: cjson reads them, JSON.parse does not.
+    await redis.hset(
+      hash,
+      'id',
+      'odd-state',
+      'created',
+      '1',
+      'seq',
+      '1',
+      'tz',
+      'UTC',
+      's:pauses',
+      '[[0x1,0x2]]',
+    );
+    const apply = spyOwnCalls(redis, 'applyUserOp');
+    try {
+      const res = await evaluated.api('POST', '/v1/metrics/lessons/event', {
+        user: { id: 'odd-state' },
+        value: 1,
+      });
+      expect(res.status).toBe(201);
+      expect(apply.calls().length).toBe(1);
+    } finally {
+      apply.restore();
+    }
+  });
+
   it('leaves an event to the user script when its user changed since it was read', async () => {
     if (isCluster(evaluated.deps.redis)) return;
     const redis = evaluated.deps.redis;
