@@ -1,7 +1,8 @@
 /**
  * The event op of lua/applyUserOp.lua evaluated in TypeScript, from the user's state as Redis holds it:
  * the first stage of moving the evaluation out of Redis (bench/HISTORY.md, "What figure 1 would take").
- * Nothing calls it on the event path yet. It reads what the script reads (the user hash, the period
+ * With EVALUATE_EVENTS on (off by default), src/services/evaluated-op.ts evaluates single events
+ * with it and commits their writes through lua/commitUserOp.lua. It reads what the script reads (the user hash, the period
  * history, the idempotency buckets) and answers what the script would write, in the script's formats,
  * and the record it would answer; test/lua/evaluate-event.property.test.ts runs both on the same ops
  * and compares every field. Each step below names the Lua it mirrors; a change to one must follow the
