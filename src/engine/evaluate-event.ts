@@ -13,12 +13,13 @@
  * Anything else answers `{ kind: 'script' }`: the caller leaves the op to the user script, which also
  * answers what this does not (a replay, an error TZ with the zone to recompute in).
  */
-import { type RecentAward, splitUserHash } from '../redis/user-hash';
+import { profileAttributes, type RecentAward, STREAK_PACKS, splitUserHash } from '../redis/user-hash';
 import type { LuaFilter, UserScriptContext, UserScriptInput } from '../redis/user-script';
 import { matchesFilters as matches } from './filters';
 import { levelOf } from './levels';
 import { dayIndex, type Frequency, periodBounds } from './periods';
 import type { Plan, PlanSystem } from './plan';
+import { formatHistory, HISTORY_MAX, storedPauses } from './streak-view';
 import { crossedMultiples, floorDiv } from './trigger-counters';
 
 /** What the script reads for an event before it writes. */
@@ -29,16 +30,6 @@ export interface EventState {
   hist: string | null;
   /** Whether the idempotency key is remembered in the current or the previous bucket (lib/idempotency.lua). */
   idemRemembered: boolean;
-}
-
-/** One award, as the record carries it (lib/points.lua). */
-export interface EvaluatedAward {
-  id: string;
-  awarded: string;
-  total: string;
-  trigger: string;
-  boosts: string[];
-  date: string;
 }
 
 /** What the script would write for the op, in the order it writes, and what it would answer. */
@@ -81,7 +72,7 @@ const MAX_POINTS = 9_007_199_254;
 
 /** fmt: an integer's digits ('%d'; '%.0f' for anything else). */
 function fmt(n: number): string {
-  if (Number.isInteger(n) && Math.abs(n) <= 9_007_199_254_740_992) return n === 0 ? '0' : String(n);
+  if (Number.isInteger(n) && Math.abs(n) <= 9_007_199_254_740_992) return String(n);
   return n.toFixed(0);
 }
 
@@ -96,8 +87,6 @@ function num(s: string | undefined, dflt: number | null): number | null {
 }
 
 // ------------------------------------------------------------------ lib/streak.lua
-
-const HIST_MAX = 100;
 
 interface Streak {
   own: boolean;
@@ -132,7 +121,7 @@ function loadStreak(h: Record<string, string>, epoch: number, own: boolean): Str
     freezes: num(h.freezes, 0),
     longest: num(h.longest, 0),
     longestAt: num(h.longestAt, 0),
-    pauses: h.pauses ? (JSON.parse(h.pauses) as Array<[number, number]>) : [],
+    pauses: storedPauses(h),
     freezeInit: h.freezeInit,
     raw: h,
     length: same ? num(h.length, 0) : 0,
@@ -180,45 +169,26 @@ function rollover(freq: string, st: Streak, cur: number, freezesOn: boolean): [R
   return [resolved, lost];
 }
 
-function histEntry(idx: number, length: number, freeze: boolean, pause: boolean): string {
-  return `${fmt(idx)}:${fmt(length)}${freeze ? 'f' : pause ? 'p' : ''}`;
+/** histAppend: the history with the op's periods after it, the newest HISTORY_MAX kept. */
+function histAppend(
+  hist: string,
+  periods: Array<{ idx: number; length: number; freeze?: true; pause?: true }>,
+): string {
+  const add = formatHistory(
+    periods.map((p) => [
+      p.idx,
+      { length: p.length, usedFreeze: p.freeze === true, usedPause: p.pause === true },
+    ]),
+  );
+  const all = hist === '' ? add : `${hist},${add}`;
+  const entries = all.split(',');
+  return entries.length > HISTORY_MAX ? entries.slice(-HISTORY_MAX).join(',') : all;
 }
 
-function histAppend(hist: string | null, entries: string[]): string | null {
-  if (entries.length === 0) return hist;
-  const add = entries.join(',');
-  let h = hist === null || hist === '' ? add : `${hist},${add}`;
-  const parts = h.split(',');
-  if (parts.length > HIST_MAX) h = parts.slice(parts.length - HIST_MAX).join(',');
-  return h;
-}
-
-const STREAK_AT: Record<string, 1 | 2> = {
-  epoch: 1,
-  length: 1,
-  freezes: 1,
-  longest: 1,
-  curIdx: 1,
-  curMet: 1,
-  lastMet: 1,
-  started: 1,
-  longestAt: 2,
-  lengthAt: 2,
-  metAt: 2,
-};
-const STREAK_OWN = [
-  's:epoch',
-  's:length',
-  's:freezes',
-  's:longest',
-  's:curIdx',
-  's:curMet',
-  's:lastMet',
-  's:started',
-  's:longestAt',
-  's:lengthAt',
-  's:metAt',
-];
+/** lib/streak.lua STREAK_AT and STREAK_OWN: each scalar field's pack, and the fields of their own an earlier version wrote. */
+const PACKS = Object.entries(STREAK_PACKS) as Array<[string, readonly string[]]>;
+const PACKED = new Set(PACKS.flatMap(([, fields]) => fields));
+const STREAK_OWN = PACKS.flatMap(([, fields]) => fields.map((f) => `s:${f}`));
 
 /** streakPut: the changed streak fields, the scalar ones packed; the earlier version's fields to remove. */
 function streakPut(
@@ -232,21 +202,19 @@ function streakPut(
   for (let i = 0; i < sf.length; i += 2) {
     const f = sf[i]!;
     const x = sf[i + 1]!;
-    if (STREAK_AT[f]) {
+    if (PACKED.has(f)) {
       v[f] = x;
       if ((raw[f] ?? '') !== x) changed = true;
     } else if (raw[f] !== x) put(f, x);
   }
-  const s1 = raw._;
-  const s2 = raw['~'];
-  if (!changed && !own && s1 !== undefined && s2 !== undefined) return null;
-  const at = (f: string) => v[f] ?? raw[f] ?? '';
-  const p1 = ['epoch', 'length', 'freezes', 'longest', 'curIdx', 'curMet', 'lastMet', 'started']
-    .map(at)
-    .join('|');
-  const p2 = ['longestAt', 'lengthAt', 'metAt'].map(at).join('|');
-  if (p1 !== s1 && !(s1 === undefined && p1 === '|||||||')) put('_', p1);
-  if (p2 !== s2 && !(s2 === undefined && p2 === '||')) put('~', p2);
+  if (!changed && !own && raw._ !== undefined && raw['~'] !== undefined) return null;
+  // Each pack whose value changed (none set and none stored: nothing to write).
+  for (const [name, fields] of PACKS) {
+    const packed = fields.map((f) => v[f] ?? raw[f] ?? '').join('|');
+    const before = raw[name];
+    if (packed !== before && !(before === undefined && packed === '|'.repeat(fields.length - 1)))
+      put(name, packed);
+  }
   return own ? STREAK_OWN : null;
 }
 
@@ -386,8 +354,7 @@ export function evaluateEvent(
   if (state.idemRemembered) return { kind: 'script', reason: 'idempotency replay' };
   const U = splitUserHash(state.hash);
   const prof = U.profile;
-  const storedAttrs: Record<string, string> = {};
-  for (const [f, v] of Object.entries(prof)) if (f.startsWith('a:')) storedAttrs[f.slice(2)] = v;
+  const storedAttrs = profileAttributes(prof);
   const exists = prof.created !== undefined;
   const user = input.user;
   const storedTz = prof.tz ?? 'UTC';
@@ -407,7 +374,7 @@ export function evaluateEvent(
   const nextId = () => derivedId(input.eventId, ++ids);
 
   const streakPart = U.streak;
-  for (const pack of ['_', '~']) {
+  for (const [pack] of PACKS) {
     const v = state.hash[`s:${pack}`];
     if (v !== undefined) streakPart[pack] = v;
   }
@@ -593,11 +560,7 @@ export function evaluateEvent(
     sh = streakFields(S, st, sums);
     // streakWrite
     if (S.on && periods.length > 0) {
-      const base = st.fresh ? '' : (state.hist ?? '');
-      hist = histAppend(
-        base,
-        periods.map((p) => histEntry(p.idx, p.length, p.freeze === true, p.pause === true)),
-      );
+      hist = histAppend(st.fresh ? '' : (state.hist ?? ''), periods);
     } else if (st.staleHist) hist = false;
     streakLegacy = streakPut(st.raw, sh, (f, x) => put('s:', f, x), st.own);
     streakStaleHist = st.raw.hist !== undefined;

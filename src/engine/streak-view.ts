@@ -82,7 +82,7 @@ export function formatHistory(records: Array<[number, StreakPeriodRecord]>): str
 export const HISTORY_MAX = 100;
 
 /** Pauses of the stored hash: [firstDayIndex, lastDayIndex] pairs (cjson may write [] as {}). */
-function storedPauses(raw: Record<string, string>): Array<[number, number]> {
+export function storedPauses(raw: Record<string, string>): Array<[number, number]> {
   if (!raw.pauses) return [];
   const parsed = JSON.parse(raw.pauses) as unknown;
   return Array.isArray(parsed) ? (parsed as Array<[number, number]>) : [];

@@ -3,6 +3,9 @@
  * per board (src/redis/board-moves.ts), single events per configuration (src/services/user-op.ts).
  */
 
+/** At most this many user ops per gathered call (user script or commit), so one call never holds Redis for long. */
+export const MAX_OPS_PER_CALL = 16;
+
 /** A caller waiting for its share of a gathered call's reply. */
 export interface Waiting<R> {
   resolve: (reply: R) => void;
@@ -39,15 +42,22 @@ export class PerTurn<K, T> {
 
 /**
  * Hands each waiting caller its reply of a gathered call, in order: a reply "!<error>" (a part the
- * script caught failing, lua/updateBoard.lua and lua/applyUserOp.lua) rejects that caller alone.
+ * script caught failing, lua/updateBoard.lua, lua/applyUserOp.lua and lua/commitUserOp.lua) rejects
+ * that caller alone. A reply is a string, or what the script answers for a part (R).
  */
-export function settleReplies(script: string, waiting: Array<Waiting<string>>, replies: unknown): void {
+export function settleReplies<R = string>(
+  script: string,
+  waiting: Array<Waiting<R>>,
+  replies: unknown,
+): void {
   const list = Array.isArray(replies) ? replies : [];
   waiting.forEach((w, i) => {
     const reply = list[i];
-    if (typeof reply !== 'string') w.reject(new Error(`${script} answered fewer replies than it was sent`));
-    else if (reply.startsWith('!')) w.reject(new Error(`${script}: ${reply.slice(1)}`));
-    else w.resolve(reply);
+    if (reply === undefined || reply === null)
+      w.reject(new Error(`${script} answered fewer replies than it was sent`));
+    else if (typeof reply === 'string' && reply.startsWith('!'))
+      w.reject(new Error(`${script}: ${reply.slice(1)}`));
+    else w.resolve(reply as R);
   });
 }
 

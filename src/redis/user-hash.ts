@@ -118,6 +118,14 @@ export function storedStreak(streak: Record<string, string>): Record<string, str
   return out;
 }
 
+/** A profile's attribute values by key (its a:<key> fields; every stored key, callers filter by configuration). */
+export function profileAttributes(profile: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, value] of Object.entries(profile))
+    if (field.startsWith('a:')) out[field.slice(2)] = value;
+  return out;
+}
+
 /** Splits a user hash (HGETALL) into the profile and the other parts. */
 export function splitUserHash(raw: Record<string, string>): UserHashParts {
   const out: UserHashParts = {

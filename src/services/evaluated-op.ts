@@ -9,7 +9,7 @@
 import { type EventState, evaluateEvent } from '../engine/evaluate-event';
 import type { Plan } from '../engine/plan';
 import type { RedisClient } from '../redis/client';
-import { PerTurn, type Waiting } from '../redis/per-turn';
+import { MAX_OPS_PER_CALL, PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
 import type { UserScriptContext, UserScriptInput } from '../redis/user-script';
 
 export interface EvaluatedCall {
@@ -29,9 +29,6 @@ interface Part<R> extends Waiting<R> {
   keys: string[];
   args: string[];
 }
-
-/** At most this many ops per gathered call, so one call never holds Redis for long. */
-const MAX_GATHERED = 16;
 
 /**
  * The reads, and the commits, a process has within one turn of its event loop travel in one call of
@@ -53,17 +50,7 @@ function turnsOf(redis: RedisClient) {
         const keys = parts.flatMap((p) => p.keys);
         const args = parts.flatMap((p) => [...counts(p), ...p.args]);
         (redis.commitUserOp(keys.length, ...keys, mode, ...args) as Promise<unknown>).then(
-          (replies) => {
-            const list = Array.isArray(replies) ? replies : [];
-            parts.forEach((p, i) => {
-              const r = list[i];
-              if (r === undefined)
-                p.reject(new Error('commitUserOp answered fewer replies than it was sent'));
-              else if (typeof r === 'string' && r.startsWith('!'))
-                p.reject(new Error(`commitUserOp: ${r.slice(1)}`));
-              else p.resolve(r as R);
-            });
-          },
+          (replies) => settleReplies<R>('commitUserOp', parts, replies),
           (err) => {
             for (const p of parts) p.reject(err);
           },
@@ -71,11 +58,11 @@ function turnsOf(redis: RedisClient) {
       };
     t = {
       reads: new PerTurn(
-        MAX_GATHERED,
+        MAX_OPS_PER_CALL,
         send<ReadReply>('readMany', (p) => [String(p.keys.length)]),
       ),
       commits: new PerTurn(
-        MAX_GATHERED,
+        MAX_OPS_PER_CALL,
         send<string>('commitMany', (p) => [String(p.keys.length), String(p.args.length)]),
       ),
     };

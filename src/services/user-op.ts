@@ -4,7 +4,7 @@ import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
 import { isCluster } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
-import { PerTurn, Rounds, settleReplies, type Waiting } from '../redis/per-turn';
+import { MAX_OPS_PER_CALL, PerTurn, Rounds, settleReplies, type Waiting } from '../redis/per-turn';
 import { decodeCompletion } from '../redis/user-hash';
 import {
   type LuaMove,
@@ -593,9 +593,6 @@ interface GatheredOp extends Waiting<string> {
   deps: Deps;
 }
 
-/** At most this many gathered ops per call, so one call never holds Redis for long. */
-const MAX_GATHERED = 16;
-
 /**
  * Per client, the ops of this turn by plan; on a Redis Cluster by master too (the node that serves the
  * op's slot, "host:port", as the client's slot table says).
@@ -628,7 +625,7 @@ function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
   }
   let turn = byNode.get(node);
   if (!turn) {
-    turn = new PerTurn(MAX_GATHERED, sendGathered);
+    turn = new PerTurn(MAX_OPS_PER_CALL, sendGathered);
     byNode.set(node, turn);
   }
   const perTurn = turn;

@@ -1,7 +1,7 @@
 // Reads of one user's stored state (all keys in the user's shard slot, so one pipeline each).
 import type { Deps } from '../deps';
 import { execValues } from '../redis/batch';
-import { decodeCompletion, splitUserHash, type UserHashParts } from '../redis/user-hash';
+import { decodeCompletion, profileAttributes, splitUserHash, type UserHashParts } from '../redis/user-hash';
 import { isValidTimeZone } from '../engine/periods';
 
 export type Profile = Record<string, string>;
@@ -30,12 +30,8 @@ export async function loadUser(deps: Deps, userId: string, parts: Part[] = []): 
   return state;
 }
 
-/** The user's attribute values (every stored key; callers filter by configuration). */
-export function profileAttributes(p: Profile): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [field, value] of Object.entries(p)) if (field.startsWith('a:')) out[field.slice(2)] = value;
-  return out;
-}
+/** The user's attribute values (src/redis/user-hash.ts, where the engine reads it too). */
+export { profileAttributes };
 
 /** The user's time zone, UTC when none (semantics §0). */
 export const profileTz = (p: Profile): string => (p.tz && isValidTimeZone(p.tz) ? p.tz : 'UTC');

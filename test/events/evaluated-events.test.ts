@@ -105,6 +105,25 @@ describe('events evaluated in the API and events applied by the user script', ()
     expect(awards[0]![1]).toHaveLength(10);
   });
 
+  it('keeps the newest 100 streak periods of a user, as the user script does', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    for (let day = 0; day < 103; day++) {
+      for (const t of [evaluated, scripted]) {
+        t.clock.advance(24 * 3600_000);
+        const res = await t.api(
+          'POST',
+          '/v1/metrics/lessons/event',
+          { user: { id: 'daily' }, value: 1 },
+          { 'Idempotency-Key': `day-${day}` },
+        );
+        expect(res.status).toBe(201);
+      }
+    }
+    const hist = Object.entries(await state(evaluated)).find(([k]) => k.includes('user:daily:shist'));
+    expect(String(hist?.[1]).split(',')).toHaveLength(100);
+    expect(await state(evaluated)).toEqual(await state(scripted));
+  });
+
   it('gathers the reads and commits of parallel events, and keeps parallel events of one user exact', async () => {
     if (isCluster(evaluated.deps.redis)) return;
     const commits = spyOwnCalls(evaluated.deps.redis, 'commitUserOp');
