@@ -14,17 +14,19 @@ Reply: {the user hash as a flat list, the history or false, '1' when the key is 
 
 ARGV[1] = "commit": KEYS as lua/applyUserOp.lua's for the op (KEYS[1] user hash, [2] idempotency
 bucket, [3] outbox, [4] reply marker, [5] user index, [6] history, [6 + i] award lists, the fused
-boards' keys, the older buckets). ARGV, positional (src/services/evaluated-op.ts commitArgs):
-  [2] the seq read ('' when the user had none)   [3] user id   [4] now (ms)   [5] '1' created
-  [6] the new seq   [7] the marker's time to live (ms)
-  [8] idempotency field ('' none)  [9] d ('1' when the event id is derived)  [10] event id
-  [11] window (ms)  [12] the bucket's expiry (ms)  [13] the old bucket's KEYS index ('' none)
-  [14] history: 'keep' | 'del' | 'set'   [15] the new history
-  then: n, n user-hash fields to remove; n, n / 2 field-value pairs to set; n award lists, each its
-  KEYS index, its entry count and its entries (pushed in order); n fused moves, each its first KEYS
-  index, key count, value, cap and board id; n record boards, each id, run, value; then the record's
-  JSON without its closing brace (everything but boards and moves), the outbox extra's JSON without
-  its closing brace (everything but ts), and the wire reference ('' when the op has no level news).
+boards' keys, the older buckets). ARGV (src/services/evaluated-op.ts commitArgs): [2] the seq read (''
+when the user had none); [3] the writes, one JSON object (one argument decoded by cjson costs Redis far
+less than as many arguments, each parsed, wrapped in an object and interned apart):
+  u user id, now (ms, digits), c true when the user is created, seq the new seq, ttl the reply marker's
+  time to live (ms), i the idempotency entry when the event has a key {f field, d true when the event
+  id is derived, id event id, win window (ms), exp the bucket's expiry (ms), old the old bucket's KEYS
+  index}, h 'set' | 'del' for the history (absent: keep) and hv the new history, rm the user-hash
+  fields to remove, put the field-value pairs to set, aw the award lists ([KEYS index, entries...],
+  pushed in order), mv the fused moves ([first KEYS index, key count, value, cap, board id]), bd the
+  record's boards ([id, run, value]);
+[4] the record's JSON without its closing brace (everything but boards and moves), [5] the outbox
+extra's JSON without its closing brace (everything but ts), [6] the wire reference ('' when the op has
+no level news).
 Reply: the op's record (JSON), as lua/applyUserOp.lua answers it, or 'STALE' (nothing written). A
 retried call whose op committed already answers the committed record (its reply marker).
 ]]
@@ -58,71 +60,51 @@ local function commit(KEYS, ARGV)
   if committed then return committed end
   if (redis.call('HGET', K_USER, 'seq') or '') ~= ARGV[2] then return 'STALE' end
 
-  local userId, now, seq = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-  local i = 16
-  local n = tonumber(ARGV[i])
-  if n > 0 then redis.call('HDEL', K_USER, unpack(ARGV, i + 1, i + n)) end
-  i = i + n + 1
-  if ARGV[5] == '1' then redis.call('ZADD', K_USERS, 'NX', ARGV[4], userId) end
-  if ARGV[8] ~= '' then
-    local oldKi = tonumber(ARGV[13])
-    idemRemember(K_IDEM, oldKi and KEYS[oldKi], { f = ARGV[8], d = ARGV[9] == '1', win = tonumber(ARGV[11]),
-      exp = tonumber(ARGV[12]) }, ARGV[10], now)
-  end
-  if ARGV[14] == 'set' then
-    redis.call('SET', K_HIST, ARGV[15])
-  elseif ARGV[14] == 'del' then
+  local w = cjson.decode(ARGV[3])
+  local userId, now, seq = w.u, tonumber(w.now), w.seq
+  if #w.rm > 0 then redis.call('HDEL', K_USER, unpack(w.rm)) end
+  if w.c then redis.call('ZADD', K_USERS, 'NX', w.now, userId) end
+  local idem = w.i
+  if idem then idemRemember(K_IDEM, idem.old and KEYS[idem.old], idem, idem.id, now) end
+  if w.h == 'set' then
+    redis.call('SET', K_HIST, w.hv)
+  elseif w.h == 'del' then
     redis.call('DEL', K_HIST)
   end
-  local puts = tonumber(ARGV[i])
-  local putsAt = i + 1
-  i = i + puts + 1
-  n = tonumber(ARGV[i])
-  i = i + 1
-  for _ = 1, n do
-    local key, count = KEYS[tonumber(ARGV[i])], tonumber(ARGV[i + 1])
-    local length = 0
-    for j = i + 2, i + 1 + count do length = redis.call('LPUSH', key, ARGV[j]) end
+  for _, list in ipairs(w.aw) do
+    local key, length = KEYS[list[1]], 0
+    for j = 2, #list do length = redis.call('LPUSH', key, list[j]) end
     -- The newest RECENT_AWARDS (src/services/points-reads.ts), as lua/applyUserOp.lua keeps them.
     if length > 10 then redis.call('LTRIM', key, '0', '9') end
-    i = i + 2 + count
   end
 
   -- The fused board moves (lua/applyUserOp.lua's, with the same arguments).
   local moves, applied = nil, {}
-  n = tonumber(ARGV[i])
-  i = i + 1
-  for _ = 1, n do
-    local ki, kn = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  for _, mv in ipairs(w.mv) do
+    local ki, kn = mv[1], mv[2]
     local K = MOVE_KEYS
     for j = 1, kn do K[j] = KEYS[ki + j - 1] end
     for j = kn + 1, #K do K[j] = nil end
     local A = MOVE_ARGS
-    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9] = userId, tonumber(ARGV[i + 2]), seq, now, '',
-      tonumber(ARGV[i + 3]), '0', '0', '0'
+    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9] = userId, mv[3], seq, now, '', mv[4], '0', '0', '0'
     local m = updateBoard(K, A)
-    m.id = ARGV[i + 4]
+    m.id = mv[5]
     moves = moves or {}
     moves[#moves + 1] = m
     if not m.err then applied[m.id] = true end
-    i = i + 5
   end
-  if puts > 0 then redis.call('HSET', K_USER, unpack(ARGV, putsAt, putsAt + puts - 1)) end
+  if #w.put > 0 then redis.call('HSET', K_USER, unpack(w.put)) end
 
-  n = tonumber(ARGV[i])
-  i = i + 1
   local boards = {}
-  for b = 1, n do
-    local id = ARGV[i]
-    boards[b] = { id = id, run = ARGV[i + 1], value = ARGV[i + 2], ap = applied[id] or nil }
-    i = i + 3
+  for b, bd in ipairs(w.bd) do
+    boards[b] = { id = bd[1], run = bd[2], value = bd[3], ap = applied[bd[1]] or nil }
   end
-  local record = ARGV[i] .. ',"boards":' .. (n > 0 and cjson.encode(boards) or '[]')
+  local record = ARGV[4] .. ',"boards":' .. (#boards > 0 and cjson.encode(boards) or '[]')
     .. (moves and (',"moves":' .. cjson.encode(moves)) or '') .. '}'
-  local extra = ARGV[i + 1] .. ',"ts":"' .. commitOrder() .. '"}'
-  local wire = ARGV[i + 2]
+  local extra = ARGV[5] .. ',"ts":"' .. commitOrder() .. '"}'
+  local wire = ARGV[6]
   appendOutbox(K_OUTBOX, record, extra, wire ~= '' and wire or nil)
-  redis.call('SET', K_OP, record, 'PX', ARGV[7])
+  redis.call('SET', K_OP, record, 'PX', w.ttl)
   return record
 end
 

@@ -6,7 +6,7 @@
  * not the evaluation. An event the evaluation does not cover, or whose user changed in between,
  * answers null: the caller applies it with lua/applyUserOp.lua, as it would have anyway.
  */
-import { type EventState, evaluateEvent } from '../engine/evaluate-event';
+import { type EventState, type EventWrites, evaluateEvent } from '../engine/evaluate-event';
 import type { Plan } from '../engine/plan';
 import type { RedisClient } from '../redis/client';
 import { MAX_OPS_PER_CALL, PerTurn, settleReplies, type Waiting } from '../redis/per-turn';
@@ -85,6 +85,50 @@ async function readState(redis: RedisClient, c: EvaluatedCall): Promise<EventSta
   return { hash, hist: history, idemRemembered: remembered === '1' };
 }
 
+/**
+ * The commit's arguments after its mode (lua/commitUserOp.lua "commit"), but the wire reference: the
+ * seq read, the writes as one JSON object, the record's head and the outbox extra. (Text with a lone
+ * surrogate, which cjson would refuse, never reaches it: src/http/validate.ts refuses the request.)
+ */
+function commitArgs(c: EvaluatedCall, ev: EventWrites, seqRead: string): string[] {
+  const { input, context } = c;
+  const idem = input.idem;
+  const moves: Array<[number, number, number, number, string]> = [];
+  for (const f of context.fuse ?? []) {
+    const value = ev.boardValues.get(f.b - 1);
+    if (value !== undefined) moves.push([f.ki, f.kn, value, f.max, context.boards[f.b - 1]!.id]);
+  }
+  const put: string[] = [];
+  for (const [f, v] of ev.puts) put.push(f, v);
+  const { boards, ...head } = ev.record as { boards: Array<{ id: string; run: string; value: string }> };
+  const writes = JSON.stringify({
+    u: input.user.id,
+    now: String(input.now),
+    c: ev.created || undefined,
+    seq: ev.record.seq,
+    ttl: String(input.markMs ?? 10_000),
+    i: ev.idem
+      ? {
+          f: ev.idem.field,
+          d: idem?.d || undefined,
+          id: input.eventId,
+          win: idem?.win ?? 0,
+          exp: idem?.exp ?? 0,
+          old: idem?.oldKi,
+        }
+      : undefined,
+    h: ev.hist === null ? undefined : ev.hist === false ? 'del' : 'set',
+    hv: typeof ev.hist === 'string' ? ev.hist : undefined,
+    rm: [...(ev.premoved ?? []), ...(ev.streakLegacy ?? []), ...(ev.streakStaleHist ? ['s:hist'] : [])],
+    put,
+    // KEYS[6 + i] (1-based) is the award list of plan.systems[i].
+    aw: ev.awardLists.map((l) => [7 + l.system, ...l.entries]),
+    mv: moves,
+    bd: boards.map((b) => [b.id, b.run, b.value]),
+  });
+  return [seqRead, writes, JSON.stringify(head).slice(0, -1), JSON.stringify(ev.extra).slice(0, -1)];
+}
+
 /** The op's record, as lua/applyUserOp.lua would answer it, or null: leave the op to the user script. */
 export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promise<string | null> {
   const state = await readState(redis, c);
@@ -98,47 +142,7 @@ export async function evaluatedCall(redis: RedisClient, c: EvaluatedCall): Promi
     return null;
   }
   if (ev.kind !== 'writes') return null;
-  const { input, context } = c;
-  const args: string[] = [
-    seqRead,
-    input.user.id,
-    String(input.now),
-    ev.created ? '1' : '',
-    String(ev.record.seq),
-    String(input.markMs ?? 10_000),
-    ev.idem?.field ?? '',
-    input.idem?.d ? '1' : '',
-    input.eventId,
-    String(input.idem?.win ?? 0),
-    String(input.idem?.exp ?? 0),
-    input.idem?.oldKi === undefined ? '' : String(input.idem.oldKi),
-    ev.hist === null ? 'keep' : ev.hist === false ? 'del' : 'set',
-    typeof ev.hist === 'string' ? ev.hist : '',
-  ];
-  const removed = [
-    ...(ev.premoved ?? []),
-    ...(ev.streakLegacy ?? []),
-    ...(ev.streakStaleHist ? ['s:hist'] : []),
-  ];
-  args.push(String(removed.length), ...removed);
-  args.push(String(ev.puts.size * 2));
-  for (const [f, v] of ev.puts) args.push(f, v);
-  args.push(String(ev.awardLists.length));
-  // KEYS[6 + i] (1-based) is the award list of plan.systems[i].
-  for (const l of ev.awardLists) args.push(String(7 + l.system), String(l.entries.length), ...l.entries);
-  const moves: string[] = [];
-  let nMoves = 0;
-  for (const f of context.fuse ?? []) {
-    const value = ev.boardValues.get(f.b - 1);
-    if (value === undefined) continue;
-    moves.push(String(f.ki), String(f.kn), String(value), String(f.max), context.boards[f.b - 1]!.id);
-    nMoves++;
-  }
-  args.push(String(nMoves), ...moves);
-  const { boards, ...head } = ev.record as { boards: Array<{ id: string; run: string; value: string }> };
-  args.push(String(boards.length));
-  for (const b of boards) args.push(b.id, b.run, b.value);
-  args.push(JSON.stringify(head).slice(0, -1), JSON.stringify(ev.extra).slice(0, -1));
+  const args = commitArgs(c, ev, seqRead);
   args.push(ev.levelNews ? await c.wire() : '');
   const reply = await new Promise<string>((resolve, reject) =>
     turnsOf(redis).commits.add('', { keys: c.keys, args, resolve, reject }),

@@ -124,6 +124,31 @@ describe('events evaluated in the API and events applied by the user script', ()
     expect(await state(evaluated)).toEqual(await state(scripted));
   });
 
+  it('carries any text of the user through the commit, as the user script stores it', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    // The commit's writes travel as one JSON argument that cjson decodes: quotes, backslashes, control
+    // characters and text beyond ASCII must arrive as the user script would have stored them. (A lone
+    // surrogate, which cjson would refuse, never gets that far: the API refuses it, 422.)
+    const names = ['Zoë "the" \\ coder', 'tab\there\nnew line \u0001', '名前 🎉', 'lone \ud800 half'];
+    const apply = spyOwnCalls(evaluated.deps.redis, 'applyUserOp');
+    try {
+      for (const [i, name] of names.entries()) {
+        const body = { user: { id: `texts-${i} ${name}`, name, attributes: { region: name } }, value: 1 };
+        const [a, b] = [
+          await evaluated.api('POST', '/v1/metrics/lessons/event', body, { 'Idempotency-Key': `texts-${i}` }),
+          await scripted.api('POST', '/v1/metrics/lessons/event', body, { 'Idempotency-Key': `texts-${i}` }),
+        ];
+        expect([a.status, b.status]).toEqual(i < 3 ? [201, 201] : [422, 422]);
+        expect(a.body).toEqual(b.body);
+      }
+      expect(await state(evaluated)).toEqual(await state(scripted));
+      // Every accepted event was committed from the API.
+      expect(apply.calls().length).toBe(0);
+    } finally {
+      apply.restore();
+    }
+  });
+
   it('gathers the reads and commits of parallel events, and keeps parallel events of one user exact', async () => {
     if (isCluster(evaluated.deps.redis)) return;
     const commits = spyOwnCalls(evaluated.deps.redis, 'commitUserOp');
