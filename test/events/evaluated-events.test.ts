@@ -210,6 +210,42 @@ describe('events evaluated in the API and events applied by the user script', ()
     }
   });
 
+  it('answers the committed record when a commit call is sent again (its first reply lost)', async () => {
+    if (isCluster(evaluated.deps.redis)) return;
+    const redis = evaluated.deps.redis;
+    const target = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const original = target.commitUserOp!;
+    const apply = spyOwnCalls(redis, 'applyUserOp');
+    const replies: unknown[] = [];
+    target.commitUserOp = async (...args: unknown[]) => {
+      if (args[1 + Number(args[0])] !== 'commitMany') return original.apply(redis, args);
+      // The first call commits and its reply is lost; the same call again finds the reply marker.
+      replies.push(await original.apply(redis, args));
+      const again = await original.apply(redis, args);
+      replies.push(again);
+      return again;
+    };
+    try {
+      const body = { user: { id: 'retried' }, value: 3 };
+      const headers = { 'Idempotency-Key': 'retried-1' };
+      const a = await evaluated.api('POST', '/v1/metrics/lessons/event', body, headers);
+      target.commitUserOp = original;
+      const b = await scripted.api('POST', '/v1/metrics/lessons/event', body, headers);
+      expect(a.status).toBe(201);
+      expect(a.body).toEqual({ ...b.body, leaderboards: a.body.leaderboards });
+      expect(a.body.total).toBe(3);
+      // Both replies are the record: the commit's, then the reply marker's.
+      const [first, second] = (replies as string[][]).map((r) => r[0]!);
+      expect(second).toBe(first);
+      expect(JSON.parse(second!)).toMatchObject({ op: 'event', user: 'retried', total: '3000000' });
+      expect(apply.calls().length).toBe(0);
+      expect(await redis.hget(evaluated.deps.keys.user('retried').hash, 'seq')).toBe('1');
+    } finally {
+      target.commitUserOp = original;
+      apply.restore();
+    }
+  });
+
   it('leaves an event to the user script when its user changed since it was read', async () => {
     if (isCluster(evaluated.deps.redis)) return;
     const redis = evaluated.deps.redis;
