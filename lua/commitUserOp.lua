@@ -15,8 +15,9 @@ Reply: {the user hash as a flat list, the history or false, '1' when the key is 
 ARGV[1] = "commit": KEYS as lua/applyUserOp.lua's for the op (KEYS[1] user hash, [2] idempotency
 bucket, [3] outbox, [4] reply marker, [5] user index, [6] history, [6 + i] award lists, the fused
 boards' keys, the older buckets). ARGV (src/services/evaluated-op.ts commitArgs): [2] the seq read (''
-when the user had none); [3] the writes, one JSON object (one argument decoded by cjson costs Redis far
-less than as many arguments, each parsed, wrapped in an object and interned apart):
+when the user had none); [3] the writes, one JSON object (one string for the API to write rather than
+about 70; Redis pays about the same either way, since its Lua hashes every byte of every string it
+makes, bench/HISTORY.md):
   u user id, now (ms, digits), c true when the user is created, seq the new seq, ttl the reply marker's
   time to live (ms), i the idempotency entry when the event has a key {f field, d true when the event
   id is derived, id event id, win window (ms), exp the bucket's expiry (ms), old the old bucket's KEYS
