@@ -78,7 +78,8 @@ export const envSchema = z.object({
    * Experimental, off by default: single events on a single Redis are evaluated in the API process
    * (src/engine/evaluate-event.ts) and committed by lua/commitUserOp.lua when the user is unchanged
    * since it was read (src/services/evaluated-op.ts). Off, every op runs in lua/applyUserOp.lua. It
-   * costs more CPU than the user script today (bench/HISTORY.md, 2026-11-28 second session).
+   * costs more CPU than the user script today and loses closed-loop throughput (bench/HISTORY.md,
+   * 2026-11-28, the second and third sessions).
    */
   EVALUATE_EVENTS: boolFromEnv(false),
   /** Signs dashboard session cookies; when absent each process derives a random one (sessions end on restart). */
