@@ -23,19 +23,7 @@ Reply: the number of records whose indexes were updated.
 --!include lib/streams.lua
 
 local group = ARGV[1]
-local n = tonumber(ARGV[2])
-local records = {}
-local i = 3
-for r = 1, n do
-  local last = i + 8 + tonumber(ARGV[i + 8])
-  local A = { unpack(ARGV, i, last) }
-  i = last + 1
-  local m = tonumber(ARGV[i])
-  local T = {}
-  for j = 1, m do T[j] = { KEYS[tonumber(ARGV[i + 2 * j - 1])], ARGV[i + 2 * j] } end
-  i = i + 2 * m + 1
-  records[r] = { A = A, T = T }
-end
+local records, i = globalsRecords(KEYS, ARGV, 2)
 updateGlobalsMany(KEYS, records)
 local streams = tonumber(ARGV[i])
 i = i + 1
@@ -44,4 +32,4 @@ for _ = 1, streams do
   ackStreamEntries(key, group, { unpack(ARGV, i + 2, i + 1 + c) })
   i = i + 2 + c
 end
-return n
+return #records

@@ -206,3 +206,24 @@ local function updateGlobalsMany(K, records)
     end
   end
 end
+
+-- The records of a flat argument list (lua/ackWithGlobals.lua, lua/updateGlobals.lua), from ARGV[i]:
+-- R = the number of records, then per record its A (A[1 .. 9+n], A[9] = n), then m = its number of
+-- totals, then m pairs (KEYS index of a system's totals zset, the user's total or '' for 0 when
+-- absent). Returns the records ({A, T} as updateGlobalsMany takes them) and the index after them.
+local function globalsRecords(KEYS, ARGV, i)
+  local n = tonumber(ARGV[i])
+  local records = {}
+  i = i + 1
+  for r = 1, n do
+    local last = i + 8 + tonumber(ARGV[i + 8])
+    local A = { unpack(ARGV, i, last) }
+    i = last + 1
+    local m = tonumber(ARGV[i])
+    local T = {}
+    for j = 1, m do T[j] = { KEYS[tonumber(ARGV[i + 2 * j - 1])], ARGV[i + 2 * j] } end
+    i = i + 2 * m + 1
+    records[r] = { A = A, T = T }
+  end
+  return records, i
+end

@@ -3,8 +3,8 @@
 // off the event path (ARCHITECTURE.md "Bounded per-user state"): their reads (rarity, points summaries,
 // streak rankings) lag live state by the writer's lag. On a single Redis a chunk's index updates and
 // its acknowledgement are one atomic script (lua/ackWithGlobals.lua), so each record counts exactly
-// once; on Cluster the indexes live in their own slot and are updated per record before the
-// acknowledgement (a record applied again, by a writer that failed or died between the two, counts
+// once; on Cluster the indexes live in their own slot and are updated a chunk of records a call
+// before the acknowledgement (a record applied again, by a writer that failed or died between the two, counts
 // twice in the user count and completion counts: verify-state reports it, rebuild recomputes them; its
 // totals and streak are left as they are, lib/globals.lua). Records may come in any order.
 import type { Deps } from '../deps';
@@ -66,26 +66,53 @@ export function globalsOf(
 const CHUNK = 64;
 
 /**
+ * One chunk's call arguments: KEYS (the fixed keys, then the points totals zsets the records name,
+ * and whatever `key` adds) and the records' flat ARGV (lib/globals.lua globalsRecords: R, then per
+ * record its A, its number of totals and their (KEYS index, total) pairs).
+ */
+function chunkArgs(deps: Deps, chunk: OutboxEntry[]) {
+  const g = deps.keys.global;
+  const keys = fixedGlobalKeys(deps);
+  const index = new Map<string, number>();
+  const key = (k: string) => {
+    let i = index.get(k);
+    if (i === undefined) {
+      keys.push(k);
+      i = keys.length;
+      index.set(k, i);
+    }
+    return i;
+  };
+  const records = [''];
+  let n = 0;
+  for (const e of chunk) {
+    const u = globalsOf(deps, e.record);
+    if (!u) continue;
+    n++;
+    for (const a of u.args) records.push(a);
+    records.push(String(u.totals.length));
+    for (const [id, total] of u.totals) records.push(String(key(g.pointsTotals(id))), total);
+  }
+  records[0] = String(n);
+  return { keys, key, records, n };
+}
+
+/**
  * Applies the index updates of written outbox entries and acknowledges (and deletes) them, in
- * outbox order. `group` is the history consumer group.
+ * outbox order, CHUNK records a call. `group` is the history consumer group. On a single Redis each
+ * chunk's updates and acknowledgement are one atomic call (lua/ackWithGlobals.lua). On Cluster the
+ * indexes live in their own slot: the chunks' updates (lua/updateGlobals.lua) go first, then the
+ * acknowledgement.
  */
 export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
-  const fixed = fixedGlobalKeys(deps);
-  const g = deps.keys.global;
   if (isCluster(deps.redis)) {
     const pipe = crossSlotPipeline(deps.redis);
     let any = false;
-    for (const e of entries) {
-      const u = globalsOf(deps, e.record);
-      if (!u) continue;
+    for (let i = 0; i < entries.length; i += CHUNK) {
+      const { keys, records, n } = chunkArgs(deps, entries.slice(i, i + CHUNK));
+      if (n === 0) continue;
       any = true;
-      pipe.updateGlobals(
-        fixed.length + u.totals.length,
-        ...fixed,
-        ...u.totals.map(([id]) => g.pointsTotals(id)),
-        ...u.args,
-        ...u.totals.map(([, total]) => total),
-      );
+      pipe.updateGlobals(keys.length, ...keys, ...records);
     }
     if (any) await execValues(pipe);
     await ack(deps, entries, group);
@@ -93,32 +120,12 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
   }
   for (let i = 0; i < entries.length; i += CHUNK) {
     const chunk = entries.slice(i, i + CHUNK);
-    const keys = [...fixed];
-    const index = new Map<string, number>();
-    const ki = (key: string) => {
-      let k = index.get(key);
-      if (k === undefined) {
-        keys.push(key);
-        k = keys.length;
-        index.set(key, k);
-      }
-      return k;
-    };
+    const { keys, key, records } = chunkArgs(deps, chunk);
     // lua/ackWithGlobals.lua's flat ARGV: the group, the records, then the entries by stream.
-    const args = [group, ''];
-    let records = 0;
-    for (const e of chunk) {
-      const u = globalsOf(deps, e.record);
-      if (!u) continue;
-      records++;
-      for (const a of u.args) args.push(a);
-      args.push(String(u.totals.length));
-      for (const [id, total] of u.totals) args.push(String(ki(g.pointsTotals(id))), total);
-    }
-    args[1] = String(records);
+    const args = [group, ...records];
     const byStream = idsByStream(chunk);
     args.push(String(byStream.size));
-    for (const [stream, ids] of byStream) args.push(String(ki(stream)), String(ids.length), ...ids);
+    for (const [stream, ids] of byStream) args.push(String(key(stream)), String(ids.length), ...ids);
     await deps.redis.ackWithGlobals(keys.length, ...keys, ...args);
   }
 }

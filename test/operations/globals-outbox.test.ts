@@ -3,13 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userStates } from '../../src/db/schema';
 import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
 import { verifyState } from '../../src/rebuild/verify';
+import { isCluster } from '../../src/redis/client';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 
 // The cross-user indexes (user count, achievement completion counts, points totals, streak rankings)
 // are maintained by the history writer from the outbox (src/workers/globals.ts), not by the event:
 // lua/ackWithGlobals.lua on a single Redis (atomically with the acknowledgement), lua/updateGlobals.lua
-// per record on Cluster. The shard's user index is the user script's own (live: backdating needs it).
+// a chunk of records a call on Cluster. The shard's user index is the user script's own (live: backdating needs it).
 
 let t: TestServer;
 let m: { id: string; key: string };
@@ -228,6 +229,30 @@ describe('cross-user indexes of a user op', () => {
     expect(await indexesOf('gf-e')).toMatchObject({ xp: '20', active: '1', longest: '1' });
     const [state] = await t.deps.db.select().from(userStates).where(eq(userStates.userId, 'gf-e'));
     expect(state!.indexes).toMatchObject({ active: expect.stringMatching(/^1\|/) });
+    expect((await verifyState(t.deps)).differences).toEqual([]);
+  });
+
+  it('apply a pass of many records in chunks of calls, not a call per record (single Redis and Cluster)', async () => {
+    t.clock.advance(60_000);
+    const before = Number(await t.deps.redis.get(t.deps.keys.global.userCount));
+    const ids = Array.from({ length: 70 }, (_, i) => `gf-many-${i}`);
+    await Promise.all(ids.map((id) => send(id)));
+    // On a single Redis the chunks' updates travel with their acknowledgement; on Cluster on their own.
+    const method = isCluster(t.deps.redis) ? 'updateGlobals' : 'ackWithGlobals';
+    const calls = spyOwnCalls(t.deps.redis, method);
+    try {
+      expect(await t.settle()).toBe(70);
+      // 70 records: two calls of at most 64 records (one per record before, on Cluster).
+      expect(calls.calls()).toHaveLength(2);
+    } finally {
+      calls.restore();
+    }
+    expect(Number(await t.deps.redis.get(t.deps.keys.global.userCount))).toBe(before + 70);
+    const g = t.deps.keys.global;
+    const totals = await Promise.all(ids.map((id) => t.deps.redis.zscore(g.pointsTotals(xp.id), id)));
+    expect(totals).toEqual(ids.map(() => '10'));
+    const active = await Promise.all(ids.map((id) => t.deps.redis.zscore(g.streakActive, id)));
+    expect(active).toEqual(ids.map(() => '1'));
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });
 });
