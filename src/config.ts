@@ -66,6 +66,11 @@ export const envSchema = z.object({
   SCHEDULER_INTERVAL_MS: intFromEnv(5_000, 50, 600_000),
   /** Outbox entries a history writer read but did not acknowledge for this long are claimed by another. */
   HISTORY_CLAIM_IDLE_MS: intFromEnv(30_000, 100, 3_600_000),
+  /**
+   * While records arrive, a history writer's pass starts at most this often: how long a record
+   * normally waits for Postgres, the cross-user indexes and its webhooks, against passes of few records.
+   */
+  HISTORY_PASS_INTERVAL_MS: intFromEnv(200, 10, 5_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
   /** An event batch whose processor has not renewed its lease for this long is resumed by another process. */

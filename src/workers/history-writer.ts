@@ -31,12 +31,6 @@ type StreamReply = Array<[string, Array<[string, string[]]>]> | null;
  */
 export const MAX_READ = 512;
 
-/**
- * While records arrive, a pass of the history writer starts at most this often (poll): the delay a
- * record waits for Postgres and the cross-user indexes, against passes that carry a few records each.
- */
-export const PASS_INTERVAL_MS = 100;
-
 /** The newest entries the unreadable-records stream keeps (about: XADD MAXLEN ~). */
 export const UNREADABLE_KEPT = 1000;
 
@@ -715,13 +709,17 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     const start = performance.now();
     const n = await this.drainOnce();
     // A pass costs much whatever it carries (a read of every stream, a transaction, the
-    // acknowledgement): passes start at most every PASS_INTERVAL_MS (at most idleSleepMs) while records
-    // arrive, so each carries what that interval brought, and back to back only while a grouped read
-    // left records it knows of (a backlog drains at full speed).
-    const idle = this.opts.idleSleepMs ?? 200;
+    // acknowledgement): passes start at most every HISTORY_PASS_INTERVAL_MS (at most idleSleepMs) while
+    // records arrive, so each carries what that interval brought, and back to back only while a grouped
+    // read left records it knows of (a backlog drains at full speed). The interval is the delay a record
+    // normally waits for Postgres, the cross-user indexes and its webhooks, against the cost of passes
+    // that carry few records: at 1,500 events/s, 200 ms cost the writer and Postgres 12 % less CPU per
+    // event than 100 ms (bench:writer, bench/HISTORY.md 2026-11-28, the fourth session).
+    const interval = this.deps.config.HISTORY_PASS_INTERVAL_MS;
+    const idle = this.opts.idleSleepMs ?? Math.max(200, interval);
     if (n === 0) return idle;
     if (this.behind) return 0;
-    return Math.max(0, Math.min(idle, PASS_INTERVAL_MS) - (performance.now() - start));
+    return Math.max(0, Math.min(idle, interval) - (performance.now() - start));
   }
 
   /** Entries not yet written, over every outbox stream (the lag). */

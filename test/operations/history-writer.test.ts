@@ -631,6 +631,32 @@ describe('history writer, a backlog in one shard', () => {
   });
 });
 
+describe('history writer, pass interval', () => {
+  it('starts a pass that found records at most every HISTORY_PASS_INTERVAL_MS, and sleeps as long when idle', async () => {
+    const s = await createTestServer({ env: { HISTORY_PASS_INTERVAL_MS: '1000' } });
+    try {
+      await adminCreate(s, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
+      for (const id of ['pi-a', 'pi-b', 'pi-c']) {
+        const r = await s.api('POST', '/v1/metrics/lessons/event', { user: { id }, value: 1 });
+        expect(r.status).toBe(201);
+      }
+      const writer = new HistoryWriter(s.deps, { consumer: 'w-interval' });
+      const poll = () => (writer as unknown as { poll(): Promise<number> }).poll();
+      // A thin pass that wrote records: the rest of the interval (the pass itself took some of it).
+      const wrote = await poll();
+      expect(wrote).toBeGreaterThan(500);
+      expect(wrote).toBeLessThanOrEqual(1000);
+      expect(await writer.lag()).toBe(0);
+      // Nothing left: an idle sleep of the interval too (at least 200 ms).
+      expect(await poll()).toBe(1000);
+    } finally {
+      await s.close();
+    }
+    // The default: 200 ms.
+    expect(t.deps.config.HISTORY_PASS_INTERVAL_MS).toBe(200);
+  });
+});
+
 describe('history writer, an outbox entry without a record', () => {
   it('acknowledges and deletes it, so it neither stays pending nor holds back the trim of the records after it', async () => {
     const writer = new HistoryWriter(t.deps, { consumer: 'w-empty' });
