@@ -4,9 +4,10 @@
 // streak rankings) lag live state by the writer's lag. On a single Redis a chunk's index updates and
 // its acknowledgement are one atomic script (lua/ackWithGlobals.lua), so each record counts exactly
 // once; on Cluster the indexes live in their own slot and are updated a chunk of records a call
-// before the acknowledgement (a record applied again, by a writer that failed or died between the two, counts
-// twice in the user count and completion counts: verify-state reports it, rebuild recomputes them; its
-// totals and streak are left as they are, lib/globals.lua). Records may come in any order.
+// before the acknowledgement (a record applied again, by a writer that failed or died between the
+// two, counts twice in the user count and completion counts: verify-state reports it, rebuild
+// recomputes them; its totals and streak are left as they are, lib/globals.lua). Records may come in
+// any order.
 import type { Deps } from '../deps';
 import { expiryOf } from '../rebuild/record';
 import { crossSlotPipeline, execValues } from '../redis/batch';

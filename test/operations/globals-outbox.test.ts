@@ -10,7 +10,8 @@ import { spyOwnCalls } from '../helpers/spy';
 // The cross-user indexes (user count, achievement completion counts, points totals, streak rankings)
 // are maintained by the history writer from the outbox (src/workers/globals.ts), not by the event:
 // lua/ackWithGlobals.lua on a single Redis (atomically with the acknowledgement), lua/updateGlobals.lua
-// a chunk of records a call on Cluster. The shard's user index is the user script's own (live: backdating needs it).
+// a chunk of records a call on Cluster. The shard's user index is the user script's own (live:
+// backdating needs it).
 
 let t: TestServer;
 let m: { id: string; key: string };
