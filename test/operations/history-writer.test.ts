@@ -631,6 +631,44 @@ describe('history writer, a backlog in one shard', () => {
   });
 });
 
+describe('lua/readOutboxes.lua (the reads of many streams in one call)', () => {
+  it("skips an empty stream when reading new entries, and reads it for the consumer's own pending ones", async () => {
+    // One slot (a Cluster's call reaches one master): a stream with the group, one without it.
+    const key = `${t.deps.keys.prefix}:{read-probe}:outbox`;
+    const bare = `${t.deps.keys.prefix}:{read-probe}:bare`;
+    const redis = t.deps.redis;
+    await redis.xgroup('CREATE', key, HISTORY_GROUP, '0', 'MKSTREAM');
+    await redis.xadd(bare, '*', 'r', '{}');
+    await redis.xtrim(bare, 'MAXLEN', 0);
+    const consumers = async () =>
+      ((await redis.xinfo('CONSUMERS', key, HISTORY_GROUP)) as unknown[][]).map((c) => c[1]);
+    const read = (consumer: string, id: '>' | '0', ...streams: string[]) =>
+      redis.readOutboxes(1, key, HISTORY_GROUP, consumer, '2', id, ...streams);
+    try {
+      // Empty streams are not read for new entries: the one without the group does not fail
+      // (an XREADGROUP would answer NOGROUP), nor does one that does not exist.
+      expect(await read('probe-new', '>', key, bare, `${t.deps.keys.prefix}:{read-probe}:none`)).toEqual([
+        [],
+        [],
+      ]);
+      // Once it has an entry it is read, and fails for want of the group as before.
+      await redis.xadd(bare, '*', 'r', '{}');
+      const [, failed] = await read('probe-new', '>', key, bare);
+      expect(failed[0]).toBe(bare);
+      expect(failed[1]).toMatch(/NOGROUP/);
+      // A consumer's own pending entries are read even from an empty stream (an entry deleted while
+      // pending leaves it empty and must still be acknowledged): XREADGROUP registers the consumer.
+      expect(await read('probe-own', '0', key)).toEqual([[], []]);
+      expect(await consumers()).toEqual(['probe-own']);
+      // With an entry: read, as before.
+      const id = await redis.xadd(key, '*', 'r', '{}');
+      expect(await read('probe-new', '>', key)).toEqual([[[key, [[id, ['r', '{}']]]]], []]);
+    } finally {
+      await redis.unlink(key, bare);
+    }
+  });
+});
+
 describe('history writer, pass interval', () => {
   it('starts a pass that found records at most every HISTORY_PASS_INTERVAL_MS, and sleeps as long when idle', async () => {
     const s = await createTestServer({ env: { HISTORY_PASS_INTERVAL_MS: '1000' } });
