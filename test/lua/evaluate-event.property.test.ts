@@ -279,8 +279,10 @@ describe.each([
       spy.mockRestore();
     }
     expect(failures).toEqual([]);
-    // The sequences reach every kind of outcome the evaluation has.
-    expect(counts.writes).toBeGreaterThan(100);
+    // The sequences reach every kind of outcome the evaluation has: every sequence's first event creates
+    // a user, so each compares writes at least once (a fixed count over random lengths of 5-25 events
+    // failed once in about 20 runs: 99 against more than 100).
+    expect(counts.writes).toBeGreaterThanOrEqual(run);
     expect(counts.script).toBeGreaterThan(0);
   });
 });
