@@ -37,6 +37,7 @@ import {
   stopChild,
   totalCpuSeconds,
   waitReady,
+  workerNodeOptions,
 } from './lib/processes';
 import {
   type Figure,
@@ -91,10 +92,6 @@ interface Laurel {
 
 const laurelChildren = (l: Laurel) => [...l.apis, l.worker];
 
-/** NODE_OPTIONS of a worker process: the caller's, plus the young generation README recommends. */
-const WORKER_NODE_OPTIONS = '--max-semi-space-size=64';
-const workerNodeOptions = (env: NodeJS.ProcessEnv) =>
-  [env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
 
 /**
  * Starts `apis` ROLE=api processes, each on its own port, and one ROLE=worker process. The API

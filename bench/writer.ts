@@ -29,7 +29,7 @@ import { loadConfig } from '../src/config';
 import { closeDeps, createDeps } from '../src/deps';
 import { createLogger } from '../src/logger';
 import { startWorkers } from '../src/workers';
-import { cpuSeconds, PostgresCpu } from './lib/processes';
+import { cpuSeconds, PostgresCpu, workerNodeOptions } from './lib/processes';
 import { deletePrefix, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
@@ -48,6 +48,8 @@ async function child(): Promise<void> {
       REDIS_URL: env('REDIS_URL', 'redis://127.0.0.1:6379'),
       DATABASE_URL: process.env.DATABASE_URL,
       REDIS_KEY_PREFIX: process.env.REDIS_KEY_PREFIX,
+      // The writer's own setting, to compare values of it.
+      HISTORY_PASS_INTERVAL_MS: process.env.HISTORY_PASS_INTERVAL_MS,
       LOG_LEVEL: 'warn',
     }),
     { logger: createLogger('warn') },
@@ -156,6 +158,8 @@ async function main(): Promise<void> {
           REDIS_URL: redisUrl,
           DATABASE_URL: dbUrl.toString(),
           REDIS_KEY_PREFIX: prefix,
+          // As the full bench's worker and README's "Running in production": a larger young generation.
+          NODE_OPTIONS: workerNodeOptions(process.env),
         },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       },

@@ -197,3 +197,8 @@ export async function postgresCpuSeconds(): Promise<number | null> {
 export function signalChild(child: Child, signal: NodeJS.Signals): void {
   if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill(signal);
 }
+
+/** NODE_OPTIONS of a worker process: the caller's, plus the young generation README recommends. */
+const WORKER_NODE_OPTIONS = '--max-semi-space-size=64';
+export const workerNodeOptions = (env: NodeJS.ProcessEnv) =>
+  [env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');

@@ -713,8 +713,9 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     // records arrive, so each carries what that interval brought, and back to back only while a grouped
     // read left records it knows of (a backlog drains at full speed). The interval is the delay a record
     // normally waits for Postgres, the cross-user indexes and its webhooks, against the cost of passes
-    // that carry few records: at 1,500 events/s, 200 ms cost the writer and Postgres 12 % less CPU per
-    // event than 100 ms (bench:writer, bench/HISTORY.md 2026-11-28, the fourth session).
+    // that carry few records: at an even 1,500 events/s, 200 ms cost the writer and Postgres 12 % less
+    // CPU per event than 100 ms with Node's default young generation, about 4 % with the 64 MiB one
+    // README recommends for workers (bench:writer, bench/HISTORY.md 2026-11-28, the fourth session).
     const interval = this.deps.config.HISTORY_PASS_INTERVAL_MS;
     const idle = this.opts.idleSleepMs ?? Math.max(200, interval);
     if (n === 0) return idle;
