@@ -92,7 +92,6 @@ interface Laurel {
 
 const laurelChildren = (l: Laurel) => [...l.apis, l.worker];
 
-
 /**
  * Starts `apis` ROLE=api processes, each on its own port, and one ROLE=worker process. The API
  * processes are named `<name>`, `<name>-2`, …, the worker `<name>-worker`.
