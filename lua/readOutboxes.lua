@@ -25,9 +25,9 @@ local function run(KEYS, ARGV)
     local key = ARGV[i]
     local res, empty = nil, false
     -- New entries of an empty stream: none. Most streams of a thin pass are empty (the writer trims
-    -- what it has written), and XLEN costs a fraction of an XREADGROUP, which also registers the
-    -- consumer. Not for the consumer's own pending entries: an entry deleted while pending leaves the
-    -- stream empty and is still to be acknowledged (the writer reads it without fields).
+    -- what it has written), and XLEN costs a fraction of an XREADGROUP. Not for the consumer's own
+    -- pending entries: an entry deleted while pending leaves the stream empty and is still to be
+    -- acknowledged (the writer reads it without fields).
     if fresh then
       local len = redis.pcall('XLEN', key)
       if type(len) == 'table' then res = len else empty = len == 0 end
