@@ -21,6 +21,9 @@ COPY drizzle ./drizzle
 # The files stay owned by root: the service can read its code but not change it.
 USER node
 ENV PORT=3000
+# A larger young generation than Node's default (README, Running in production): the API's CPU per
+# event is about 13 % lower with it. A ROLE=worker container sets NODE_OPTIONS=--max-semi-space-size=64.
+ENV NODE_OPTIONS=--max-semi-space-size=32
 EXPOSE 3000
 # Liveness only (readiness is /readyz). A ROLE=worker container serves no HTTP: disable it there.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

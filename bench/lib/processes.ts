@@ -202,3 +202,11 @@ export function signalChild(child: Child, signal: NodeJS.Signals): void {
 const WORKER_NODE_OPTIONS = '--max-semi-space-size=64';
 export const workerNodeOptions = (env: NodeJS.ProcessEnv) =>
   [env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
+
+/**
+ * NODE_OPTIONS of an API process: the caller's, plus the young generation README recommends for API
+ * processes (`BENCH_API_NODE_OPTIONS` instead when set; empty for Node's default, to compare).
+ */
+const API_NODE_OPTIONS = '--max-semi-space-size=32';
+export const apiNodeOptions = (env: NodeJS.ProcessEnv) =>
+  [env.NODE_OPTIONS, env.BENCH_API_NODE_OPTIONS ?? API_NODE_OPTIONS].filter(Boolean).join(' ');
