@@ -198,10 +198,13 @@ export function signalChild(child: Child, signal: NodeJS.Signals): void {
   if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill(signal);
 }
 
-/** NODE_OPTIONS of a worker process: the caller's, plus the young generation README recommends. */
+/**
+ * NODE_OPTIONS of a worker process: the caller's, plus the young generation README recommends
+ * (`BENCH_WORKER_NODE_OPTIONS` instead when set; empty for Node's default, to compare).
+ */
 const WORKER_NODE_OPTIONS = '--max-semi-space-size=64';
 export const workerNodeOptions = (env: NodeJS.ProcessEnv) =>
-  [env.NODE_OPTIONS, WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
+  [env.NODE_OPTIONS, env.BENCH_WORKER_NODE_OPTIONS ?? WORKER_NODE_OPTIONS].filter(Boolean).join(' ');
 
 /**
  * NODE_OPTIONS of an API process: the caller's, plus the young generation README recommends for API

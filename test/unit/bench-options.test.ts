@@ -22,6 +22,9 @@ describe('bench options', () => {
       '--max-semi-space-size=64',
     );
     expect(apiNodeOptions({ BENCH_API_NODE_OPTIONS: '' })).toBe('');
+    expect(workerNodeOptions({ BENCH_WORKER_NODE_OPTIONS: '--max-semi-space-size=128' })).toBe(
+      '--max-semi-space-size=128',
+    );
   });
 
   it('refuses services that are not on this machine', () => {
