@@ -22,7 +22,7 @@ COPY drizzle ./drizzle
 USER node
 ENV PORT=3000
 # A larger young generation than Node's default (README, Running in production): the API's CPU per
-# event is about 13 % lower with it. A ROLE=worker container sets NODE_OPTIONS=--max-semi-space-size=64.
+# event was up to 13 % lower with it. A ROLE=worker container sets NODE_OPTIONS=--max-semi-space-size=64.
 ENV NODE_OPTIONS=--max-semi-space-size=32
 EXPOSE 3000
 # Liveness only (readiness is /readyz). A ROLE=worker container serves no HTTP: disable it there.
