@@ -25,27 +25,35 @@ Reply: JSON {prevRank, rank, prevValue, value, threshold, stale, evicted}
   or {"err":"GROUP","group":"<g>"} when the user entered this run in another group: call again with it.
 
 Several moves on one board in one call (src/redis/board-moves.ts gathers the moves a process has
-for a board within one turn of its event loop): ARGV holds 8 values per move, in order; the first move
-takes KEYS[1..2] as above, move i > 1 takes KEYS[3 + 2(i - 1)] (members) and KEYS[4 + 2(i - 1)]
-(ranking), and every move shares KEYS[3] and KEYS[4], which are then both required. The moves are
-applied one after the other, each exactly as a call of its own would (a later move sees the earlier
-ones). Reply: a list of the moves' JSON replies, in order; a move that failed answers "!<error>" in
-its place (the moves before and after it are still applied, as separate calls would be).
+for a board within one turn of its event loop), marked by ARGV[1] = '' (a user id is never empty):
+KEYS[1] the board's ranking version and KEYS[2] its change stream (KEYS[3] and KEYS[4] above), then
+the moves' members hashes and rankings, each key once; ARGV[2..] one move each, packed in one string
+(one argument per move instead of ten: the API builds, and Redis parses, a tenth of the strings):
+  "<members KEYS index>,<ranking KEYS index>,<value>,<seq>,<nowMs>,<expires>,<maxParticipants>,<0|1>|<group>|<userId>"
+(the user id last: it may hold any character; a group holds no '|', src/services/leaderboards.ts
+groupKey). The moves are applied one after the other, each exactly as a call of its own would (a later
+move sees the earlier ones). Reply: one JSON array of the moves' replies, in order; a move that failed
+answers {"fail": "<error>"} in its place (the moves before and after it are still applied, as
+separate calls would be).
 ]]
 
 --!include lib/board.lua
 
-local n = #ARGV / 8
-if n <= 1 then return cjson.encode(updateBoard(KEYS, ARGV)) end
+local MOVE = '^(%d+),(%d+),(%-?%d+),(%d+),(%d+),(%d+),(%d+),([01])|([^|]*)|(.*)$'
+
+if ARGV[1] ~= '' then return cjson.encode(updateBoard(KEYS, ARGV)) end
 local out = {}
-local K = { '', '', KEYS[3], KEYS[4] }
+local K = { '', '', KEYS[1], KEYS[2] }
 local A = {}
-for i = 1, n do
-  local k = i == 1 and 1 or 3 + 2 * (i - 1)
-  K[1], K[2] = KEYS[k], KEYS[k + 1]
-  local base = 8 * (i - 1)
-  for j = 1, 8 do A[j] = ARGV[base + j] end
-  local ok, reply = pcall(updateBoard, K, A)
-  out[i] = ok and cjson.encode(reply) or '!' .. errorText(reply)
+for i = 2, #ARGV do
+  local mi, ri, value, seq, now, expires, max, streak, group, user = string.match(ARGV[i], MOVE)
+  if not mi then
+    out[i - 1] = { fail = 'a move is not "<members>,<ranking>,<value>,<seq>,<now>,<expires>,<max>,<0|1>|<group>|<user>"' }
+  else
+    K[1], K[2] = KEYS[tonumber(mi)], KEYS[tonumber(ri)]
+    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = user, value, seq, now, group, max, expires, streak
+    local ok, reply = pcall(updateBoard, K, A)
+    out[i - 1] = ok and reply or { fail = errorText(reply) }
+  end
 end
-return out
+return cjson.encode(out)

@@ -1,6 +1,6 @@
 import { boardMoves } from '../metrics/registry';
 import type { RedisClient } from './client';
-import { PerTurn, settleReplies, type Waiting } from './per-turn';
+import { PerTurn, type Waiting } from './per-turn';
 
 /**
  * Board moves made outside the user script (every board on a Cluster, boards with breakdowns or ranked
@@ -19,7 +19,20 @@ export interface BoardMoveKeys {
   changes: string;
 }
 
-interface Pending extends Waiting<string> {
+/** A move's reply (lua/lib/board.lua): ranks and values as Redis holds them, or the group to call again with. */
+export interface BoardReply {
+  prevRank?: number;
+  rank?: number;
+  prevValue?: string;
+  value?: string;
+  threshold?: string;
+  stale?: boolean;
+  evicted?: string;
+  err?: string;
+  group?: string;
+}
+
+interface Pending extends Waiting<BoardReply> {
   keys: BoardMoveKeys;
   /** lua/updateBoard.lua's 8 ARGV of the move. */
   args: string[];
@@ -31,8 +44,8 @@ export const MAX_MOVES_PER_CALL = 32;
 /** Per client, the moves of this turn by board (its version key). */
 const gathered = new WeakMap<RedisClient, PerTurn<string, Pending>>();
 
-/** One move on a board: its reply JSON, as lua/updateBoard.lua answers a single move. */
-export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: string[]): Promise<string> {
+/** One move on a board: its reply, as lua/updateBoard.lua answers a single move. */
+export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: string[]): Promise<BoardReply> {
   let perTurn = gathered.get(redis);
   if (!perTurn) {
     perTurn = new PerTurn(MAX_MOVES_PER_CALL, (moves) => send(redis, moves));
@@ -42,25 +55,48 @@ export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: strin
   return new Promise((resolve, reject) => turn.add(keys.version, { keys, args, resolve, reject }));
 }
 
-/** One call for moves on one board (they share its version and change stream keys). */
+/**
+ * One call for moves on one board (they share its version and change stream keys). Several moves travel
+ * packed, one argument each, with every members hash and ranking key once (lua/updateBoard.lua), and
+ * come back as one JSON array: on a Cluster every event's moves take this path, and ten arguments and a
+ * reply string per move cost the API more than the move itself.
+ */
 function send(redis: RedisClient, moves: Pending[]): void {
   boardMoves.inc(moves.length);
   const { keys: first, args: firstArgs } = moves[0]!;
-  const keys = [first.members, first.ranking, first.version, first.changes];
   if (moves.length === 1) {
     redis
-      .updateBoard(4, ...keys, ...firstArgs)
-      .then((reply) => moves[0]!.resolve(reply as string), moves[0]!.reject);
+      .updateBoard(4, first.members, first.ranking, first.version, first.changes, ...firstArgs)
+      .then((reply) => moves[0]!.resolve(JSON.parse(reply) as BoardReply), moves[0]!.reject);
     return;
   }
-  const args: string[] = [...firstArgs];
-  for (let i = 1; i < moves.length; i++) {
-    const m = moves[i]!;
-    keys.push(m.keys.members, m.keys.ranking);
-    for (const a of m.args) args.push(a);
+  const keys = [first.version, first.changes];
+  const index = new Map<string, number>();
+  const at = (key: string) => {
+    let i = index.get(key);
+    if (i === undefined) {
+      i = keys.push(key);
+      index.set(key, i);
+    }
+    return i;
+  };
+  const args = [''];
+  for (const { keys: k, args: a } of moves) {
+    // a: userId, value, seq, now, group, max, expires, streak (lua/updateBoard.lua ARGV[1..8]).
+    args.push(
+      `${at(k.members)},${at(k.ranking)},${a[1]},${a[2]},${a[3]},${a[6]},${a[5]},${a[7]}|${a[4]}|${a[0]}`,
+    );
   }
   redis.updateBoard(keys.length, ...keys, ...args).then(
-    (replies) => settleReplies('updateBoard', moves, replies),
+    (reply) => {
+      const list = JSON.parse(reply) as Array<BoardReply & { fail?: string }>;
+      moves.forEach((m, i) => {
+        const r = list[i];
+        if (!r) m.reject(new Error('updateBoard answered fewer replies than it was sent'));
+        else if (r.fail !== undefined) m.reject(new Error(`updateBoard: ${r.fail}`));
+        else m.resolve(r);
+      });
+    },
     (err) => {
       for (const m of moves) m.reject(err);
     },

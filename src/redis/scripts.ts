@@ -54,8 +54,8 @@ declare module 'ioredis' {
     dropDrainedStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
-    /** One move: its reply JSON; several (8 ARGV each): one reply per move (src/redis/board-moves.ts). */
-    updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string | string[], Context>;
+    /** One move: its reply JSON; several (packed, src/redis/board-moves.ts): one JSON array of replies. */
+    updateBoard(numKeys: number, ...keysAndArgs: string[]): Result<string, Context>;
     updateGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     readOutboxes(numKeys: number, ...keysAndArgs: string[]): Result<OutboxReads, Context>;
     readWindow(numKeys: number, ...keysAndArgs: string[]): Result<Array<string | number | null>, Context>;

@@ -4,7 +4,7 @@ import type { LeaderboardRow, Snapshot } from '../catalog/snapshot';
 import { leaderboardRankChanges, leaderboardRunResults } from '../db/schema';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { moveOnBoard } from '../redis/board-moves';
+import { type BoardMoveKeys, type BoardReply, moveOnBoard } from '../redis/board-moves';
 import { unprocessable } from '../errors';
 import { fromMicros } from '../engine/decimal';
 import { leaderboardStatus, utcDate } from '../engine/leaderboard-status';
@@ -74,56 +74,96 @@ export type BoardUpdateInput = Pick<
   'boards' | 'localDate' | 'breakdown' | 'seq' | 'now' | 'tz' | 'userId'
 > & { streak: StreakState };
 
+/** One board move to make: its board, run, keys and arguments (lua/updateBoard.lua). */
+interface PlannedMove {
+  board: LeaderboardRow;
+  run: Run;
+  group: string;
+  keys: BoardMoveKeys;
+  args: string[];
+}
+
+/**
+ * The move of one of an op's board values; null when there is none to make: the board is gone, the value
+ * is for another run than the board's run of the op's date, or a breakdown value is missing.
+ */
+function planMove(
+  deps: Deps,
+  snap: Snapshot,
+  r: BoardUpdateInput,
+  u: BoardUpdateInput['boards'][number],
+): PlannedMove | null {
+  const board = snap.leaderboardsById.get(u.id);
+  if (!board) return null;
+  const run = runContaining(board, r.localDate);
+  if (!run || run.start !== u.run) return null;
+  let group = '';
+  if (board.breakdownAttributes.length) {
+    const values = breakdownKeys(snap, board).map((k) => r.breakdown[k]);
+    if (values.some((v) => v === undefined)) return null; // never entered without every breakdown value
+    group = groupKey(values as string[]);
+  }
+  const streak = board.rankBy === 'streak';
+  const bk = deps.keys.board(board.id);
+  return {
+    board,
+    run,
+    group,
+    keys: {
+      members: bk.members(run.start),
+      ranking: bk.ranking(run.start, group),
+      version: bk.version,
+      changes: bk.changes,
+    },
+    args: [
+      r.userId,
+      u.value,
+      String(r.seq),
+      String(r.now),
+      group,
+      String(board.maxParticipants),
+      streak ? String(streakExpiry(snap, r)) : '0',
+      streak ? '1' : '0',
+    ],
+  };
+}
+
+/** A move's reply: the move, or the group the user entered the run in (a call again with it). */
+function movedOrGroup(snap: Snapshot, m: PlannedMove, reply: BoardReply): BoardMove | string {
+  if (reply.err === 'GROUP') return String(reply.group);
+  return boardMove(snap, m.board, m.run, m.group, reply);
+}
+
 /**
  * Applies the board values an op produced: one move per board on the board's slot, travelling with
  * the process's other moves on the same board in this turn (src/redis/board-moves.ts).
- * Returns the moves, in configuration order.
+ * Returns the moves, in configuration order. Prepared and read synchronously, with one wait for the
+ * replies of all the op's boards rather than an async step per board.
  */
 export async function applyBoardUpdates(deps: Deps, r: BoardUpdateInput): Promise<BoardMove[]> {
   const snap = deps.catalog.snapshot;
-  const moves = await Promise.all(
-    r.boards.map(async (u) => {
-      const board = snap.leaderboardsById.get(u.id);
-      if (!board) return null;
-      const run = runContaining(board, r.localDate);
-      if (!run || run.start !== u.run) return null;
-      const keys = breakdownKeys(snap, board);
-      const values = keys.map((k) => r.breakdown[k]);
-      if (values.some((v) => v === undefined)) return null; // never entered without every breakdown value
-      let group = groupKey(values as string[]);
-      const expires = board.rankBy === 'streak' ? streakExpiry(snap, r) : 0;
-      const bk = deps.keys.board(board.id);
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const raw = await moveOnBoard(
-          deps.redis,
-          {
-            members: bk.members(run.start),
-            ranking: bk.ranking(run.start, group),
-            version: bk.version,
-            changes: bk.changes,
-          },
-          [
-            r.userId,
-            u.value,
-            String(r.seq),
-            String(r.now),
-            group,
-            String(board.maxParticipants),
-            String(expires),
-            board.rankBy === 'streak' ? '1' : '0',
-          ],
-        );
-        const reply = JSON.parse(raw);
-        if (reply.err === 'GROUP') {
-          group = reply.group;
-          continue;
-        }
-        return boardMove(snap, board, run, group, reply);
-      }
-      return null;
-    }),
-  );
-  return moves.filter((m): m is BoardMove => m !== null);
+  const planned: PlannedMove[] = [];
+  for (const u of r.boards) {
+    const m = planMove(deps, snap, r, u);
+    if (m) planned.push(m);
+  }
+  if (!planned.length) return [];
+  const replies = await Promise.all(planned.map((m) => moveOnBoard(deps.redis, m.keys, m.args)));
+  const moves: BoardMove[] = [];
+  for (let i = 0; i < planned.length; i++) {
+    const m = planned[i]!;
+    let out = movedOrGroup(snap, m, replies[i]!);
+    if (typeof out === 'string') {
+      // The user entered this run in another group (its breakdowns changed since): once more with it.
+      m.group = out;
+      m.keys.ranking = deps.keys.board(m.board.id).ranking(m.run.start, out);
+      m.args[4] = out;
+      out = movedOrGroup(snap, m, await moveOnBoard(deps.redis, m.keys, m.args));
+      if (typeof out === 'string') continue;
+    }
+    moves.push(out);
+  }
+  return moves;
 }
 
 // ---------------------------------------------------------------- reads

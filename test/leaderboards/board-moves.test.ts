@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boardMoves, scriptCalls } from '../../src/metrics/registry';
-import { MAX_MOVES_PER_CALL, moveOnBoard } from '../../src/redis/board-moves';
+import { type BoardReply, MAX_MOVES_PER_CALL, moveOnBoard } from '../../src/redis/board-moves';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 import { spyOwnCalls } from '../helpers/spy';
 import { createBoard, send, standings } from '../helpers/leaderboards';
@@ -18,24 +18,24 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-/** A throwaway board's keys (run 2025-01-01, no breakdowns). */
-function boardKeys() {
+/** A throwaway board's keys (run 2025-01-01, breakdown group `group`: none by default). */
+function boardKeys(group = '') {
   const bk = t.deps.keys.board(`bm-${process.pid}-${++boardSeq}`);
   return {
     members: bk.members('2025-01-01'),
-    ranking: bk.ranking('2025-01-01', ''),
+    ranking: bk.ranking('2025-01-01', group),
     version: bk.version,
     changes: bk.changes,
   };
 }
 
 type Move = { user: string; value: number; seq: number };
-const argsOf = (m: Move, now: number, max: number) => [
+const argsOf = (m: Move, now: number, max: number, group = '') => [
   m.user,
   String(m.value),
   String(m.seq),
   String(now),
-  '',
+  group,
   String(max),
   '0',
   '0',
@@ -58,12 +58,10 @@ describe('board moves gathered per board', () => {
           moveOnBoard(t.deps.redis, keys, argsOf({ user: `u${i}`, value: 1 + i, seq: 1 }, 1000, 1000)),
         ),
       );
-      expect(calls.calls().map((args) => (args.length - 1 - Number(args[0])) / 8)).toEqual([
-        MAX_MOVES_PER_CALL,
-        8,
-      ]);
+      // Each call: the key count, the keys, '' (several moves) and one packed argument per move.
+      expect(calls.calls().map((args) => args.length - 2 - Number(args[0]))).toEqual([MAX_MOVES_PER_CALL, 8]);
       // Each reply is its own move's: the i-th user entered with value 1 + i, above everyone before.
-      expect(replies.map((r) => JSON.parse(r).rank)).toEqual(Array.from({ length: n }, () => 1));
+      expect(replies.map((r) => r.rank)).toEqual(Array.from({ length: n }, () => 1));
       expect(await t.deps.redis.zcard(keys.ranking)).toBe(n);
     } finally {
       calls.restore();
@@ -72,18 +70,21 @@ describe('board moves gathered per board', () => {
 
   it('answers a call of several moves as calls of one move each, one after the other', async () => {
     // Users repeat (later and stale seqs), values tie and fall to 0, and a cap of 3 evicts.
+    // Several moves travel packed in one argument each, the user id last: ids with the packing's
+    // separators ('|', ',') and a group with commas (encoded breakdown values) must come through.
+    const group = 'red%7Cblue,%C3%A9';
     const move = fc.record({
-      user: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
+      user: fc.constantFrom('a', 'b|c', 'd,e|', '|', 'é ü'),
       value: fc.integer({ min: 0, max: 6 }),
       seq: fc.integer({ min: 1, max: 4 }),
     });
     await fc.assert(
       fc.asyncProperty(fc.array(move, { minLength: 2, maxLength: 12 }), async (moves) => {
-        const together = boardKeys();
-        const apart = boardKeys();
+        const together = boardKeys(group);
+        const apart = boardKeys(group);
         const now = 1_700_000_000_000;
         const gathered = await Promise.all(
-          moves.map((m) => moveOnBoard(t.deps.redis, together, argsOf(m, now, 3))),
+          moves.map((m) => moveOnBoard(t.deps.redis, together, argsOf(m, now, 3, group))),
         );
         const oneByOne: string[] = [];
         for (const m of moves) {
@@ -94,11 +95,11 @@ describe('board moves gathered per board', () => {
               apart.ranking,
               apart.version,
               apart.changes,
-              ...argsOf(m, now, 3),
+              ...argsOf(m, now, 3, group),
             )) as string,
           );
         }
-        expect(gathered.map((r) => JSON.parse(r))).toEqual(oneByOne.map((r) => JSON.parse(r)));
+        expect(gathered).toEqual(oneByOne.map((r) => JSON.parse(r)));
         expect(await t.deps.redis.zrange(together.ranking, 0, -1, 'WITHSCORES')).toEqual(
           await t.deps.redis.zrange(apart.ranking, 0, -1, 'WITHSCORES'),
         );
@@ -128,7 +129,7 @@ describe('board moves gathered per board', () => {
     });
     expect(after).toMatchObject({ status: 'fulfilled' });
     // A new entry: ranked first (7 > 5), no rank before.
-    const reply = JSON.parse((after as PromiseFulfilledResult<string>).value);
+    const reply = (after as PromiseFulfilledResult<BoardReply>).value;
     expect([reply.rank, reply.prevRank]).toEqual([1, undefined]);
     expect(await t.deps.redis.zcard(keys.ranking)).toBe(2);
     expect(await t.deps.redis.hexists(keys.members, 'bad')).toBe(0);
