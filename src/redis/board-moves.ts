@@ -52,7 +52,12 @@ export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: strin
     gathered.set(redis, perTurn);
   }
   const turn = perTurn;
-  return new Promise((resolve, reject) => turn.add(keys.version, { keys, args, resolve, reject }));
+  return new Promise((resolve, reject) => {
+    const move = { keys, args, resolve, reject };
+    // A packed move ends "|<group>|<userId>": a group holding '|' (never one of groupKey's) goes alone.
+    if (args[4]!.includes('|')) send(redis, [move]);
+    else turn.add(keys.version, move);
+  });
 }
 
 /**

@@ -115,6 +115,32 @@ describe('board moves gathered per board', () => {
     );
   });
 
+  it("sends a move alone when its group holds '|' (the packing's separator), and answers it as one", async () => {
+    const calls = spyOwnCalls(t.deps.redis, 'updateBoard');
+    try {
+      const plain = boardKeys();
+      // The same board and run, another group (its own ranking).
+      const odd = { ...plain, ranking: `${plain.ranking}x|y` };
+      const [a, b, c] = await Promise.all([
+        moveOnBoard(t.deps.redis, plain, argsOf({ user: 'p1', value: 3, seq: 1 }, 1000, 10)),
+        moveOnBoard(t.deps.redis, odd, argsOf({ user: 'o1', value: 4, seq: 1 }, 1000, 10, 'x|y')),
+        moveOnBoard(t.deps.redis, plain, argsOf({ user: 'p2', value: 5, seq: 1 }, 1000, 10)),
+      ]);
+      // The two plain moves in one call; the other alone, in a single move's form (4 keys, 8 ARGV).
+      expect(
+        calls
+          .calls()
+          .map((args) => args.length)
+          .sort((x, y) => x - y),
+      ).toEqual([1 + 4 + 1 + 2, 1 + 4 + 8]);
+      // Each the first of its ranking when it was applied (p2 above p1).
+      expect([a.rank, b.rank, c.rank]).toEqual([1, 1, 1]);
+      expect(await t.deps.redis.hkeys(plain.members)).toEqual(expect.arrayContaining(['p1', 'o1', 'p2']));
+    } finally {
+      calls.restore();
+    }
+  });
+
   it('fails a bad move alone: the moves before and after it in the same call are applied', async () => {
     const keys = boardKeys();
     const [before, bad, after] = await Promise.allSettled([
