@@ -1,18 +1,9 @@
 // lua/lib/board.lua's updateBoard on its own, on throwaway keys under the harness's prefix.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BoardReply } from '../../src/redis/board-moves';
 import { createLuaHarness, type LuaHarness } from './harness';
 
-interface Reply {
-  prevRank?: number;
-  rank?: number;
-  prevValue?: string;
-  value?: string;
-  threshold?: string;
-  stale?: boolean;
-  evicted?: string;
-  err?: string;
-  group?: string;
-}
+type Reply = BoardReply;
 
 let h: LuaHarness;
 let n = 0;
