@@ -63,8 +63,9 @@ export function moveOnBoard(redis: RedisClient, keys: BoardMoveKeys, args: strin
 /**
  * One call for moves on one board (they share its version and change stream keys). Several moves travel
  * packed, one argument each, with every members hash and ranking key once (lua/updateBoard.lua), and
- * come back as one JSON array: on a Cluster every event's moves take this path, and ten arguments and a
- * reply string per move cost the API more than the move itself.
+ * come back as one JSON array: on a Cluster every event's moves take this path, and the moves made
+ * most of the API's excess over a single Redis, with ten arguments and a reply string each
+ * (bench/HISTORY.md, 2026-11-28, the sixth session).
  */
 function send(redis: RedisClient, moves: Pending[]): void {
   boardMoves.inc(moves.length);

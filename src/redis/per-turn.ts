@@ -42,8 +42,8 @@ export class PerTurn<K, T> {
 
 /**
  * Hands each waiting caller its reply of a gathered call, in order: a reply "!<error>" (a part the
- * script caught failing, lua/updateBoard.lua, lua/applyUserOp.lua and lua/commitUserOp.lua) rejects
- * that caller alone. A reply is a string, or what the script answers for a part (R).
+ * script caught failing, lua/applyUserOp.lua and lua/commitUserOp.lua) rejects that caller alone. A
+ * reply is a string, or what the script answers for a part (R).
  */
 export function settleReplies<R = string>(
   script: string,

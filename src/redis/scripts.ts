@@ -139,15 +139,15 @@ export function functionLibrary(name: ScriptName): {
   return { library, fn: library, code, registration };
 }
 
+/** Replies as strings, as ioredis's own command methods ask for them. */
+const FCALL_OPTIONS = { replyEncoding: 'utf8' as const };
+
 /**
  * An FCALL command with its arguments set after construction: ioredis's Command copies its arguments
  * with `Array.prototype.flat()`, which on Node 20 costs about 140 ns an argument (a call gathering 16
  * ops carries a few hundred). Constructed empty, the arguments are then the caller's strings as they
  * are (every one a string: the constructor's conversion of other types ran on none).
  */
-/** Replies as strings, as ioredis's own command methods ask for them. */
-const FCALL_OPTIONS = { replyEncoding: 'utf8' as const };
-
 function fcallCommand(fn: string, numKeys: number, keysAndArgs: string[]): Command {
   const command = new Command('fcall', [], FCALL_OPTIONS);
   keysAndArgs.unshift(fn, String(numKeys));
