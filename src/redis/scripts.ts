@@ -150,8 +150,7 @@ const FCALL_OPTIONS = { replyEncoding: 'utf8' as const };
  */
 function fcallCommand(fn: string, numKeys: number, keysAndArgs: string[]): Command {
   const command = new Command('fcall', [], FCALL_OPTIONS);
-  keysAndArgs.unshift(fn, String(numKeys));
-  command.args = keysAndArgs;
+  command.args = [fn, String(numKeys), ...keysAndArgs];
   return command;
 }
 
@@ -203,7 +202,7 @@ function defineFunction(client: RedisClient, name: ScriptName): void {
     if (!pruned) await prune();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await client.sendCommand(fcallCommand(fn, numKeys, keysAndArgs.slice()));
+        return await client.sendCommand(fcallCommand(fn, numKeys, keysAndArgs));
       } catch (err) {
         if (attempt === MISSING_ATTEMPTS || !FUNCTION_MISSING.test((err as Error)?.message)) throw err;
         await load();
