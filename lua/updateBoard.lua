@@ -15,6 +15,9 @@ KEYS[4] the board's change stream: one entry per rank/value change of §6.7 (the
         evicted user's), read by the scheduler into the users' rank history (leaderboard_rank_changes)
         and leaderboard webhooks (src/workers/board-changes.ts). Left out by rebuild's replay, which
         must not record the history again
+KEYS[5] (KEYS[4] without a change stream) on streak boards, the last key: the ranking's expiry index,
+        its members by when their streak breaks (score = expires, +inf for never), read instead of the
+        whole ranking to drop the lapsed ones
 
 ARGV[1] userId      ARGV[2] value (integer string)   ARGV[3] seq of the user's op
 ARGV[4] nowMs       ARGV[5] group                    ARGV[6] maxParticipants
@@ -29,7 +32,8 @@ for a board within one turn of its event loop), marked by ARGV[1] = '' (a user i
 KEYS[1] the board's ranking version and KEYS[2] its change stream (KEYS[3] and KEYS[4] above), then
 the moves' members hashes and rankings, each key once; ARGV[2..] one move each, packed in one string
 (one argument per move instead of ten: the API builds, and Redis parses, a tenth of the strings):
-  "<members KEYS index>,<ranking KEYS index>,<value>,<seq>,<nowMs>,<expires>,<maxParticipants>,<0|1>|<group>|<userId>"
+  "<members KEYS index>,<ranking KEYS index>,<value>,<seq>,<nowMs>,<expires>,<maxParticipants>,<x>|<group>|<userId>"
+with x 0 on a board not ranked by streak, else the KEYS index of the ranking's expiry index
 (the user id last: it may hold any character; a group holds no '|', src/services/leaderboards.ts
 groupKey). The moves are applied one after the other, each exactly as a call of its own would (a later
 move sees the earlier ones). Reply: one JSON array of the moves' replies, in order; a move that failed
@@ -39,19 +43,23 @@ separate calls would be).
 
 --!include lib/board.lua
 
-local MOVE = '^(%d+),(%d+),(%-?%d+),(%d+),(%d+),(%d+),(%d+),([01])|([^|]*)|(.*)$'
+local MOVE = '^(%d+),(%d+),(%-?%d+),(%d+),(%d+),(%d+),(%d+),(%d+)|([^|]*)|(.*)$'
 
-if ARGV[1] ~= '' then return cjson.encode(updateBoard(KEYS, ARGV)) end
+if ARGV[1] ~= '' then
+  if ARGV[8] ~= '1' then return cjson.encode(updateBoard(KEYS, ARGV)) end
+  local n = #KEYS
+  return cjson.encode(updateBoard({ KEYS[1], KEYS[2], KEYS[3], n >= 5 and KEYS[4] or nil, n >= 4 and KEYS[n] or nil }, ARGV))
+end
 local out = {}
 local K = { '', '', KEYS[1], KEYS[2] }
 local A = {}
 for i = 2, #ARGV do
-  local mi, ri, value, seq, now, expires, max, streak, group, user = string.match(ARGV[i], MOVE)
+  local mi, ri, value, seq, now, expires, max, x, group, user = string.match(ARGV[i], MOVE)
   if not mi then
-    out[i - 1] = { fail = 'a move is not "<members>,<ranking>,<value>,<seq>,<now>,<expires>,<max>,<0|1>|<group>|<user>"' }
+    out[i - 1] = { fail = 'a move is not "<members>,<ranking>,<value>,<seq>,<now>,<expires>,<max>,<x>|<group>|<user>"' }
   else
-    K[1], K[2] = KEYS[tonumber(mi)], KEYS[tonumber(ri)]
-    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = user, value, seq, now, group, max, expires, streak
+    K[1], K[2], K[5] = KEYS[tonumber(mi)], KEYS[tonumber(ri)], x ~= '0' and KEYS[tonumber(x)] or nil
+    A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = user, value, seq, now, group, max, expires, x ~= '0' and '1' or '0'
     local ok, reply = pcall(updateBoard, K, A)
     out[i - 1] = ok and reply or { fail = errorText(reply) }
   end

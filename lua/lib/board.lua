@@ -1,7 +1,8 @@
 -- updateBoard as a function, inlined by `--!include lib/board.lua`: lua/updateBoard.lua calls it for
 -- one board; lua/applyUserOp.lua calls it for the boards of an event on a single Redis (where every
 -- key is reachable from one script). K and A are that call's KEYS and ARGV as lua/updateBoard.lua
--- documents them; the reply is the same, as a table. A[9] = '1' (batch items, which answer no
+-- documents them, with K[5] the ranking's expiry index on a streak board; the reply is the same, as a
+-- table. A[9] = '1' (batch items, which answer no
 -- response) leaves the threshold out of the reply, and the read it needs.
 
 --!include lib/numbers.lua
@@ -64,6 +65,7 @@ end
 
 local function boardZrem(B, member)
   redis.call('ZREM', B.ranking, member)
+  if B.x then redis.call('ZREM', B.x, member) end
   B.changed = true
   B.edge = nil
   BOARD_EDGES[B.ek] = nil
@@ -71,6 +73,7 @@ end
 
 local function boardZadd(B, score, member)
   redis.call('ZADD', B.ranking, fmt(score), member)
+  if B.x then redis.call('ZADD', B.x, B.xs, member) end
   B.changed = true
   B.edge = nil
   BOARD_EDGES[B.ek] = nil
@@ -99,6 +102,33 @@ local function boardChange(K_CHANGES, K_MEMBERS, group, now, u, pr, r, pv, v)
     'v', v and fmt(v) or '', 't', fmt(now))
 end
 
+-- Streak boards: drops the ranked entries whose streak has broken (expires <= now), so ranks, the
+-- threshold and the cap count live ones only. The expiry index B.x holds the ranking's members by
+-- expiry, so this reads only the lapsed ones, whatever the ranking's size. A ranking written before
+-- its index existed (Laurel before it; the index is absent while the ranking holds entries) is
+-- indexed here once, from its members' entries.
+local function boardDropLapsed(B, K_MEMBERS, now)
+  if redis.call('EXISTS', B.x) == 1 then
+    local lapsed = redis.call('ZRANGE', B.x, '-inf', fmt(now), 'BYSCORE')
+    for i = 1, #lapsed do boardZrem(B, lapsed[i]) end
+    return
+  end
+  local all = redis.call('ZRANGE', B.ranking, '0', '-1')
+  if #all == 0 then return end
+  local ids = {}
+  for i = 1, #all do ids[i] = string.sub(all[i], 17) end
+  local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
+  for i = 1, #all do
+    local m = all[i]
+    if boardLapsed(true, metas[i], now) then
+      boardZrem(B, m)
+    else
+      local e = metas[i] and tonumber(select(5, boardMeta(metas[i]))) or 0
+      redis.call('ZADD', B.x, e > 0 and fmt(e) or '+inf', m)
+    end
+  end
+end
+
 local function updateBoard(K, A)
   local K_MEMBERS, K_VERSION, K_CHANGES = K[1], K[3], K[4]
   local userId = A[1]
@@ -113,6 +143,11 @@ local function updateBoard(K, A)
   -- concatenation is printed with '%.14g').
   local ek = K[2] .. '#' .. (type(A[6]) == 'number' and fmt(A[6]) or A[6])
   local B = { ranking = K[2], max = tonumber(A[6]), changed = false, edge = BOARD_EDGES[ek], ek = ek }
+  if isStreak then
+    if not K[5] then error('a streak board move needs its ranking\'s expiry index (KEYS)') end
+    local e = tonumber(expires) or 0
+    B.x, B.xs = K[5], e > 0 and fmt(e) or '+inf'
+  end
 
   local prevValue, prevChanged, prevSeq = nil, nil, -1
   local stored = redis.call('HGET', K_MEMBERS, userId)
@@ -125,18 +160,7 @@ local function updateBoard(K, A)
   end
 
   -- Streak boards: drop broken streaks first, so ranks, the threshold and the cap count live ones only.
-  if isStreak then
-    local all = redis.call('ZRANGE', B.ranking, '0', '-1')
-    if #all > 0 then
-      local ids = {}
-      for i = 1, #all do local m = all[i] ids[i] = string.sub(m, 17) end
-      local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
-      for i = 1, #all do
-        local m = all[i]
-        if boardLapsed(isStreak, metas[i], now) then boardZrem(B, m) end
-      end
-    end
-  end
+  if isStreak then boardDropLapsed(B, K_MEMBERS, now) end
 
   local prevMember = prevChanged and boardMember(prevChanged, userId) or nil
   local prevRank = prevMember and boardRank(B, prevMember) or nil

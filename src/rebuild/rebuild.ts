@@ -170,11 +170,12 @@ async function replayBoard(deps: Deps, ctx: RebuildContext, boardId: string): Pr
     const pipe = crossSlotPipeline(deps.redis);
     for (const u of rows.slice(i, i + 500)) {
       // No change stream: the rank history the replay implies is already in leaderboard_rank_changes.
+      // A streak board's ranking has its expiry index as the last key.
+      const keys = [bk.members(u.runStart), bk.ranking(u.runStart, u.group), bk.version];
+      if (streak === '1') keys.push(bk.expiries(u.runStart, u.group));
       pipe.updateBoard(
-        3,
-        bk.members(u.runStart),
-        bk.ranking(u.runStart, u.group),
-        bk.version,
+        keys.length,
+        ...keys,
         u.userId,
         String(u.value),
         String(u.seq),

@@ -269,6 +269,8 @@ async function verifyBoards(
   const metas = ((await pipe.exec()) ?? []).map(([, v]) => v as string | null);
   const zpipe = crossSlotPipeline(deps.redis);
   const checks: Array<{ r: (typeof rows)[number]; member: string; key: string; g: string }> = [];
+  const indexed: Array<{ r: (typeof rows)[number] }> = [];
+  const xpipe = crossSlotPipeline(deps.redis);
   entries.forEach(([k, r], i) => {
     const meta = metas[i];
     const g = group.get(k)!;
@@ -291,6 +293,26 @@ async function verifyBoards(
       zpipe.zscore(key, member);
       zpipe.zcard(key);
       checks.push({ r, member, key, g });
+    } else if (r.value > 0) {
+      // A streak board: a ranked entry is in the ranking's expiry index, at its expiry.
+      const bk = deps.keys.board(r.leaderboardId);
+      const member = `${String(f[1]).padStart(15, '0')}|${r.userId}`;
+      xpipe.zscore(bk.ranking(r.runStart, g), member);
+      xpipe.zscore(bk.expiries(r.runStart, g), member);
+      indexed.push({ r });
+    }
+  });
+  const xres = ((await xpipe.exec()) ?? []).map(([, v]) => v as string | null);
+  indexed.forEach(({ r }, i) => {
+    const [ranked, at] = [xres[2 * i], xres[2 * i + 1]];
+    const want = r.expires > 0 ? String(r.expires) : 'inf';
+    if (ranked !== null && at !== want) {
+      diffs.push({
+        userId: r.userId,
+        what: `leaderboard ${r.leaderboardId} run ${r.runStart} ranking's expiry index`,
+        redis: at,
+        postgres: want,
+      });
     }
   });
   const zres = ((await zpipe.exec()) ?? []).map(([, v]) => v as string | number | null);

@@ -11,12 +11,14 @@ import { PerTurn, type Waiting } from './per-turn';
  * moving the board reaches (on a Cluster the busiest slot).
  */
 
-/** A board's keys for one move (lua/updateBoard.lua KEYS[1..4]). */
+/** A board's keys for one move (lua/updateBoard.lua KEYS[1..5]). */
 export interface BoardMoveKeys {
   members: string;
   ranking: string;
   version: string;
   changes: string;
+  /** Streak boards only: the ranking's expiry index. */
+  expiries?: string;
 }
 
 /** A move's reply (lua/lib/board.lua): ranks and values as Redis holds them, or the group to call again with. */
@@ -71,8 +73,10 @@ function send(redis: RedisClient, moves: Pending[]): void {
   boardMoves.inc(moves.length);
   const { keys: first, args: firstArgs } = moves[0]!;
   if (moves.length === 1) {
+    const keys = [first.members, first.ranking, first.version, first.changes];
+    if (first.expiries !== undefined) keys.push(first.expiries);
     redis
-      .updateBoard(4, first.members, first.ranking, first.version, first.changes, ...firstArgs)
+      .updateBoard(keys.length, ...keys, ...firstArgs)
       .then((reply) => moves[0]!.resolve(JSON.parse(reply) as BoardReply), moves[0]!.reject);
     return;
   }
@@ -88,9 +92,11 @@ function send(redis: RedisClient, moves: Pending[]): void {
   };
   const args = [''];
   for (const { keys: k, args: a } of moves) {
-    // a: userId, value, seq, now, group, max, expires, streak (lua/updateBoard.lua ARGV[1..8]).
+    // a: userId, value, seq, now, group, max, expires, streak (lua/updateBoard.lua ARGV[1..8]); a
+    // streak move carries its expiry index's KEYS index instead of the flag.
+    const x = k.expiries === undefined ? 0 : at(k.expiries);
     args.push(
-      `${at(k.members)},${at(k.ranking)},${a[1]},${a[2]},${a[3]},${a[6]},${a[5]},${a[7]}|${a[4]}|${a[0]}`,
+      `${at(k.members)},${at(k.ranking)},${a[1]},${a[2]},${a[3]},${a[6]},${a[5]},${x}|${a[4]}|${a[0]}`,
     );
   }
   redis.updateBoard(keys.length, ...keys, ...args).then(

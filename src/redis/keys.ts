@@ -165,6 +165,11 @@ export class Keys {
     return {
       /** Sorted set of one run and breakdown group. */
       ranking: (runStart: string, group: string) => `${base}:run:${runStart}:g:${group}`,
+      /**
+       * Streak boards: the ranking's members by when their streak breaks without activity (score =
+       * expires, +inf for never), so a move drops the lapsed ones without reading the whole ranking.
+       */
+      expiries: (runStart: string, group: string) => `${base}:run:${runStart}:x:${group}`,
       /** Member metadata of one run: userId -> "value|changedAt|group|seq|expires". */
       members: (runStart: string) => `${base}:run:${runStart}:members`,
       /** Ranking version: changes with every ranking write of the board (validates cached reads). */

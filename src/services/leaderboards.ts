@@ -114,6 +114,7 @@ function planMove(
       ranking: bk.ranking(run.start, group),
       version: bk.version,
       changes: bk.changes,
+      ...(streak ? { expiries: bk.expiries(run.start, group) } : {}),
     },
     args: [
       r.userId,
@@ -156,7 +157,9 @@ export async function applyBoardUpdates(deps: Deps, r: BoardUpdateInput): Promis
     if (typeof out === 'string') {
       // The user entered this run in another group (its breakdowns changed since): once more with it.
       m.group = out;
-      m.keys.ranking = deps.keys.board(m.board.id).ranking(m.run.start, out);
+      const bk = deps.keys.board(m.board.id);
+      m.keys.ranking = bk.ranking(m.run.start, out);
+      if (m.keys.expiries !== undefined) m.keys.expiries = bk.expiries(m.run.start, out);
       m.args[4] = out;
       out = movedOrGroup(snap, m, await moveOnBoard(deps.redis, m.keys, m.args));
       if (typeof out === 'string') continue;
@@ -489,7 +492,10 @@ export async function dropFinalisedRun(deps: Deps, board: LeaderboardRow, run: R
   const bk = deps.keys.board(board.id);
   const members = await deps.redis.hvals(bk.members(run.start));
   const groups = new Set(['', ...members.map((m) => m.split('|')[2] ?? '')]);
-  const keys = [bk.members(run.start), ...[...groups].map((g) => bk.ranking(run.start, g))];
+  const keys = [
+    bk.members(run.start),
+    ...[...groups].flatMap((g) => [bk.ranking(run.start, g), bk.expiries(run.start, g)]),
+  ];
   let removed = 0;
   for (const key of keys) removed += await deps.redis.unlink(key);
   return removed;

@@ -111,7 +111,10 @@ export async function resetStreakIndexes(deps: Deps): Promise<void> {
     const meta = await deps.redis.hvals(members);
     const groups = new Set(meta.map((m) => m.split('|')[2] ?? ''));
     groups.add('');
-    await deps.redis.unlink(members, ...[...groups].map((grp) => bk.ranking(board.start, grp)));
+    await deps.redis.unlink(
+      members,
+      ...[...groups].flatMap((grp) => [bk.ranking(board.start, grp), bk.expiries(board.start, grp)]),
+    );
     await deps.redis.incr(bk.version);
   }
 }

@@ -18,27 +18,32 @@ beforeAll(async () => {
 });
 afterAll(async () => t.close());
 
-/** A throwaway board's keys (run 2025-01-01, breakdown group `group`: none by default). */
-function boardKeys(group = '') {
+/**
+ * A throwaway board's keys (run 2025-01-01, breakdown group `group`: none by default), with its
+ * ranking's expiry index when it is ranked by streak.
+ */
+function boardKeys(group = '', streak = false) {
   const bk = t.deps.keys.board(`bm-${process.pid}-${++boardSeq}`);
   return {
     members: bk.members('2025-01-01'),
     ranking: bk.ranking('2025-01-01', group),
     version: bk.version,
     changes: bk.changes,
+    ...(streak ? { expiries: bk.expiries('2025-01-01', group) } : {}),
   };
 }
 
 type Move = { user: string; value: number; seq: number };
-const argsOf = (m: Move, now: number, max: number, group = '') => [
+/** A move's 8 ARGV; `expires` makes it a streak board's move (0: a streak that never breaks). */
+const argsOf = (m: Move, now: number, max: number, group = '', expires?: number) => [
   m.user,
   String(m.value),
   String(m.seq),
   String(now),
   group,
   String(max),
-  '0',
-  '0',
+  String(expires ?? 0),
+  expires === undefined ? '0' : '1',
 ];
 
 /** The change stream's entries without their ids (the times differ between two boards' runs). */
@@ -73,44 +78,50 @@ describe('board moves gathered per board', () => {
     // Several moves travel packed in one argument each, the user id last: ids with the packing's
     // separators ('|', ',') and a group with commas (encoded breakdown values) must come through.
     const group = 'red%7Cblue,%C3%A9';
+    // On a streak board each move carries an expiry, before or after the others' times, so entries
+    // lapse between moves: both forms must drop the same ones and keep the same expiry index.
     const move = fc.record({
       user: fc.constantFrom('a', 'b|c', 'd,e|', '|', 'é ü'),
       value: fc.integer({ min: 0, max: 6 }),
       seq: fc.integer({ min: 1, max: 4 }),
+      at: fc.integer({ min: 0, max: 10 }),
+      life: fc.integer({ min: 0, max: 10 }),
     });
     await fc.assert(
-      fc.asyncProperty(fc.array(move, { minLength: 2, maxLength: 12 }), async (moves) => {
-        const together = boardKeys(group);
-        const apart = boardKeys(group);
-        const now = 1_700_000_000_000;
-        const gathered = await Promise.all(
-          moves.map((m) => moveOnBoard(t.deps.redis, together, argsOf(m, now, 3, group))),
-        );
-        const oneByOne: string[] = [];
-        for (const m of moves) {
-          oneByOne.push(
-            (await t.deps.redis.updateBoard(
-              4,
-              apart.members,
-              apart.ranking,
-              apart.version,
-              apart.changes,
-              ...argsOf(m, now, 3, group),
-            )) as string,
+      fc.asyncProperty(
+        fc.array(move, { minLength: 2, maxLength: 12 }),
+        fc.boolean(),
+        async (moves, streak) => {
+          const together = boardKeys(group, streak);
+          const apart = boardKeys(group, streak);
+          const base = 1_700_000_000_000;
+          const args = (m: (typeof moves)[number]) =>
+            argsOf(m, base + m.at, 3, group, streak ? m.life && base + m.at + m.life : undefined);
+          const gathered = await Promise.all(moves.map((m) => moveOnBoard(t.deps.redis, together, args(m))));
+          const oneByOne: string[] = [];
+          for (const m of moves) {
+            const keys = [apart.members, apart.ranking, apart.version, apart.changes];
+            if (apart.expiries) keys.push(apart.expiries);
+            oneByOne.push((await t.deps.redis.updateBoard(keys.length, ...keys, ...args(m))) as string);
+          }
+          expect(gathered).toEqual(oneByOne.map((r) => JSON.parse(r)));
+          expect(await t.deps.redis.zrange(together.ranking, 0, -1, 'WITHSCORES')).toEqual(
+            await t.deps.redis.zrange(apart.ranking, 0, -1, 'WITHSCORES'),
           );
-        }
-        expect(gathered).toEqual(oneByOne.map((r) => JSON.parse(r)));
-        expect(await t.deps.redis.zrange(together.ranking, 0, -1, 'WITHSCORES')).toEqual(
-          await t.deps.redis.zrange(apart.ranking, 0, -1, 'WITHSCORES'),
-        );
-        expect(await t.deps.redis.hgetall(together.members)).toEqual(
-          await t.deps.redis.hgetall(apart.members),
-        );
-        expect(await changes(together.changes)).toEqual(await changes(apart.changes));
-        // Two boards: two slots on a Cluster.
-        await t.deps.redis.unlink(...Object.values(together));
-        await t.deps.redis.unlink(...Object.values(apart));
-      }),
+          expect(await t.deps.redis.hgetall(together.members)).toEqual(
+            await t.deps.redis.hgetall(apart.members),
+          );
+          expect(await changes(together.changes)).toEqual(await changes(apart.changes));
+          if (streak) {
+            expect(await t.deps.redis.zrange(together.expiries!, 0, -1, 'WITHSCORES')).toEqual(
+              await t.deps.redis.zrange(apart.expiries!, 0, -1, 'WITHSCORES'),
+            );
+          }
+          // Two boards: two slots on a Cluster.
+          await t.deps.redis.unlink(...Object.values(together));
+          await t.deps.redis.unlink(...Object.values(apart));
+        },
+      ),
       { numRuns: 25 },
     );
   });

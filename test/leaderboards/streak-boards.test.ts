@@ -133,6 +133,42 @@ describe('streak leaderboards', () => {
     expect(await standings(t, b.key)).toEqual([['cap-c', 1]]);
   });
 
+  it('drops a broken streak from the ranking and its expiry index, which verify-state checks', async () => {
+    t.clock.set(day(25, '06:00:00'));
+    const b = await createBoard(t, { rankBy: 'streak' });
+    t.clock.set(day(25));
+    await send(t, m.key, 'ix-a', 1);
+    t.clock.set(day(26));
+    await send(t, m.key, 'ix-b', 1);
+    t.clock.set(day(27)); // ix-a's streak broke at 00:00 on 27 Mar; ix-b's lasts until 28 Mar
+    await send(t, m.key, 'ix-c', 1);
+    const bk = t.deps.keys.board(b.id);
+    const ranking = await t.deps.redis.zrange(bk.ranking('2025-03-25', ''), 0, -1);
+    expect(ranking.map((x) => x.slice(16))).toEqual(['ix-b', 'ix-c']);
+    const index = await t.deps.redis.zrange(bk.expiries('2025-03-25', ''), 0, -1, 'WITHSCORES');
+    expect(index).toEqual([
+      ranking[0],
+      String(Date.parse(day(28, '00:00:00'))),
+      ranking[1],
+      String(Date.parse(day(29, '00:00:00'))),
+    ]);
+    await t.settle();
+    const boardDiffs = async () =>
+      (await verifyState(t.deps)).differences.filter(
+        (d) => d.userId?.startsWith('ix-') && d.what.startsWith('leaderboard'),
+      );
+    expect(await boardDiffs()).toEqual([]);
+    // An index entry out of step with the member's expiry would keep a broken streak ranked.
+    await t.deps.redis.zadd(bk.expiries('2025-03-25', ''), '+inf', ranking[0]!);
+    expect(await boardDiffs()).toEqual([
+      expect.objectContaining({
+        userId: 'ix-b',
+        redis: 'inf',
+        postgres: String(Date.parse(day(28, '00:00:00'))),
+      }),
+    ]);
+  });
+
   it('hides a broken streak by the user’s own local midnight', async () => {
     t.clock.set(day(20, '00:00:00'));
     const b = await createBoard(t, { rankBy: 'streak' });

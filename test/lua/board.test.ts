@@ -1,13 +1,14 @@
 // lua/lib/board.lua's updateBoard on its own, on throwaway keys under the harness's prefix.
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BoardReply } from '../../src/redis/board-moves';
-import { createLuaHarness, type LuaHarness } from './harness';
+import { createLuaHarness, type LuaHarness, luaLib } from './harness';
 
 type Reply = BoardReply;
 
 let h: LuaHarness;
 let n = 0;
-let keys: { members: string; ranking: string; version: string; changes: string };
+let keys: { members: string; ranking: string; version: string; changes: string; expiries: string };
 
 beforeAll(async () => {
   h = await createLuaHarness();
@@ -26,6 +27,7 @@ function newBoard() {
     ranking: `${h.prefix}b${n}:run:2025-03-10:rank:g`,
     version: `${h.prefix}b${n}:version`,
     changes: `${h.prefix}b${n}:changes`,
+    expiries: `${h.prefix}b${n}:run:2025-03-10:x:g`,
   };
 }
 
@@ -58,6 +60,7 @@ async function update(
     keys.ranking,
     keys.version,
     keys.changes,
+    keys.expiries,
   ]);
 }
 
@@ -164,7 +167,125 @@ describe('updateBoard', () => {
     const r = await update('new', 2, { streak: true, expires: 9000, now: 2000 });
     expect(r).toMatchObject({ rank: 1, value: '2' });
     expect(await h.redis.zcard(keys.ranking)).toBe(1);
+    expect(await h.redis.zrange(keys.expiries, 0, -1, 'WITHSCORES')).toEqual([
+      await h.redis.zrange(keys.ranking, 0, 0).then((m) => m[0]),
+      '9000',
+    ]);
   });
+
+  it('refuses a streak move without its expiry index', async () => {
+    newBoard();
+    const run = h.run(
+      ['board'],
+      'return updateBoard(KEYS, INPUT)',
+      ['a', '1', '1', '1000', 'g', '10', '0', '1', '0'],
+      [keys.members, keys.ranking, keys.version, keys.changes],
+    );
+    await expect(run).rejects.toThrow(/expiry index/);
+  });
+
+  // A streak move's cost must not grow with the ranking: it reads the lapsed entries from the expiry
+  // index, never the whole ranking and every member's entry (what it did before the index, about 1 ms
+  // a move on a full board of 1,000).
+  it('drops lapsed streaks without reading the whole ranking', async () => {
+    newBoard();
+    for (let i = 0; i < 200; i++) {
+      await update(`u${i}`, 1 + (i % 7), {
+        streak: true,
+        max: 200,
+        now: 1000,
+        expires: i < 3 ? 1500 : 9000 + i,
+      });
+    }
+    // The board's lib with every command it runs recorded (the ranking's key and the first argument).
+    const counted = luaLib('board').replace(/redis\.call\(/g, 'COUNTED(');
+    const r = await h.run<{ calls: string[]; reply: Reply }>(
+      [
+        {
+          source: `local CALLS = {}
+local function COUNTED(cmd, ...)
+  local a = { ... }
+  CALLS[#CALLS + 1] = cmd .. ' ' .. tostring(a[2])
+  return redis.call(cmd, ...)
+end`,
+        },
+        { source: counted },
+      ],
+      'local reply = updateBoard(KEYS, INPUT) return { calls = CALLS, reply = reply }',
+      ['u100', '50', '2', '2000', 'g', '200', '99999', '1', '0'],
+      [keys.members, keys.ranking, keys.version, keys.changes, keys.expiries],
+    );
+    expect(r.reply).toMatchObject({ rank: 1, value: '50' });
+    expect(r.calls.some((c) => c.startsWith('HMGET'))).toBe(false);
+    expect(r.calls.filter((c) => c === 'ZRANGE 0')).toEqual([]);
+    // A few commands for the move itself and two for each lapsed entry (ranking and index).
+    expect(r.calls.length).toBeLessThanOrEqual(14 + 2 * 3);
+    // The three lapsed entries were dropped, from the ranking and its index alike.
+    expect(await h.redis.zcard(keys.ranking)).toBe(197);
+    expect(await h.redis.zcard(keys.expiries)).toBe(197);
+  });
+
+  it('indexes a streak ranking written before its expiry index existed, once', async () => {
+    newBoard();
+    await update('a', 5, { streak: true, expires: 1500, now: 1000 });
+    await update('b', 4, { streak: true, expires: 0, now: 1000 });
+    await update('c', 3, { streak: true, expires: 9000, now: 1000 });
+    await h.redis.del(keys.expiries);
+    const r = await update('d', 1, { streak: true, expires: 9000, now: 2000 });
+    expect(r).toMatchObject({ rank: 3, value: '1' });
+    const ranked = await h.redis.zrange(keys.ranking, 0, -1);
+    expect(ranked.map((m) => m.slice(16))).toEqual(['b', 'c', 'd']);
+    const index = await h.redis.zrange(keys.expiries, 0, -1, 'WITHSCORES');
+    expect(index.filter((_, i) => i % 2 === 0).map((m) => m.slice(16))).toEqual(['c', 'd', 'b']);
+    expect(index.filter((_, i) => i % 2 === 1)).toEqual(['9000', '9000', 'inf']);
+  });
+
+  it("keeps a streak ranking's expiry index equal to the ranking through any moves", async () => {
+    const move = fc.record({
+      user: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
+      value: fc.integer({ min: 0, max: 6 }),
+      step: fc.integer({ min: 0, max: 400 }),
+      life: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1500 })),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(move, { minLength: 1, maxLength: 25 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (moves, max) => {
+          newBoard();
+          let now = 1000;
+          const seq = new Map<string, number>();
+          for (const m of moves) {
+            now += m.step;
+            const s = (seq.get(m.user) ?? 0) + 1;
+            seq.set(m.user, s);
+            await update(m.user, m.value, {
+              streak: true,
+              max,
+              now,
+              seq: s,
+              expires: m.life && now + m.life,
+            });
+            const ranking = await h.redis.zrange(keys.ranking, 0, -1);
+            const index = await h.redis.zrange(keys.expiries, 0, -1, 'WITHSCORES');
+            const byMember = new Map<string, string>();
+            for (let i = 0; i < index.length; i += 2) byMember.set(index[i]!, index[i + 1]!);
+            expect([...byMember.keys()].sort()).toEqual([...ranking].sort());
+            expect(ranking.length).toBeLessThanOrEqual(max);
+            for (const member of ranking) {
+              const meta = (await h.redis.hget(keys.members, member.slice(16)))!.split('|');
+              const expires = Number(meta[4]);
+              expect(byMember.get(member)).toBe(expires > 0 ? String(expires) : 'inf');
+              // Nothing ranked has lapsed at the last move's time.
+              expect(expires === 0 || expires > now).toBe(true);
+            }
+          }
+          await h.cleanup();
+        },
+      ),
+      { numRuns: 40 },
+    );
+  }, 60_000);
 
   it("reuses a full ranking's edge across the moves of one script call only while the ranking is unchanged", async () => {
     newBoard();
