@@ -208,17 +208,34 @@ async function allRanked(
   asOf = deps.clock.now(),
 ): Promise<Ranked[]> {
   const bk = deps.keys.board(board.id);
-  const flat = await deps.redis.zrange(bk.ranking(run.start, group), 0, -1, 'WITHSCORES');
-  let entries: Array<{ userId: string; value: number }> = [];
-  for (let i = 0; i < flat.length; i += 2) {
-    entries.push({ userId: userOf(flat[i]!), value: boardValue(board, -Number(flat[i + 1])) });
+  const streak = board.rankBy === 'streak';
+  // A streak board's broken streaks stay ranked until a move drops them: leave out those whose
+  // expiry has passed, read from the ranking's expiry index (the lapsed ones only) in the same round
+  // trip; the members' entries when the index is absent (a ranking an earlier version wrote, not
+  // moved since).
+  const pipe = deps.redis.multi();
+  pipe.zrange(bk.ranking(run.start, group), 0, -1, 'WITHSCORES');
+  if (streak) {
+    pipe.exists(bk.expiries(run.start, group));
+    pipe.zrange(bk.expiries(run.start, group), '-inf', asOf, 'BYSCORE');
   }
-  if (board.rankBy === 'streak' && entries.length) {
-    const meta = await deps.redis.hmget(bk.members(run.start), ...entries.map((e) => e.userId));
-    entries = entries.filter((_, i) => {
-      const expires = Number(meta[i]?.split('|')[4] ?? 0);
-      return expires === 0 || expires > asOf;
-    });
+  const [flat, indexed, lapsed] = (await execValues(pipe)) as [string[], number?, string[]?];
+  let entries: Array<{ member: string; userId: string; value: number }> = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const member = flat[i]!;
+    entries.push({ member, userId: userOf(member), value: boardValue(board, -Number(flat[i + 1])) });
+  }
+  if (streak && entries.length) {
+    if (indexed === 1) {
+      const gone = new Set(lapsed);
+      if (gone.size) entries = entries.filter((e) => !gone.has(e.member));
+    } else {
+      const meta = await deps.redis.hmget(bk.members(run.start), ...entries.map((e) => e.userId));
+      entries = entries.filter((_, i) => {
+        const expires = Number(meta[i]?.split('|')[4] ?? 0);
+        return expires === 0 || expires > asOf;
+      });
+    }
   }
   return entries.map((e, i) => ({ userId: e.userId, value: e.value, rank: i + 1 }));
 }

@@ -167,6 +167,20 @@ describe('streak leaderboards', () => {
         postgres: String(Date.parse(day(28, '00:00:00'))),
       }),
     ]);
+    // Reads leave out broken streaks with the index (ix-b's broke at 00:00 on 28 Mar) and without it
+    // (a ranking an earlier version wrote): then from the members' entries.
+    await t.deps.redis.zadd(bk.expiries('2025-03-25', ''), Date.parse(day(28, '00:00:00')), ranking[0]!);
+    t.clock.set(day(28));
+    expect(await standings(t, b.key)).toEqual([['ix-c', 1]]);
+    await t.deps.redis.del(bk.expiries('2025-03-25', ''));
+    expect(await standings(t, b.key)).toEqual([['ix-c', 1]]);
+    // The next move indexes the ranking again, without the broken streak.
+    await send(t, m.key, 'ix-d', 1);
+    expect(await standings(t, b.key)).toEqual([
+      ['ix-c', 1],
+      ['ix-d', 1],
+    ]);
+    expect(await t.deps.redis.zcard(bk.expiries('2025-03-25', ''))).toBe(2);
   });
 
   it('hides a broken streak by the user’s own local midnight', async () => {
