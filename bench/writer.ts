@@ -14,7 +14,9 @@
  * processes, bench/lib/processes.ts PostgresCpu) per event from the moment the worker was told to
  * start until the outbox was empty, and the statements Postgres ran (pg_stat_database: commits,
  * rows). CPU time is robust to other load on the machine; wall time is not. `--profile` writes a V8
- * CPU profile of the worker to bench/results/profiles/. Everything it created is removed at the end.
+ * CPU profile of the worker to bench/results/profiles/. `--cluster` runs it all on a throwaway 3-master
+ * Redis Cluster (the outbox then has a stream per user shard). Everything it created is removed at the
+ * end.
  *
  * The events go through the application API in-process (app.request), so the parent's CPU is the
  * API's and is not counted.
@@ -30,7 +32,8 @@ import { closeDeps, createDeps } from '../src/deps';
 import { createLogger } from '../src/logger';
 import { startWorkers } from '../src/workers';
 import { cpuSeconds, PostgresCpu, workerNodeOptions } from './lib/processes';
-import { deletePrefix, waitForOutboxDrain } from './lib/redis-stats';
+import { startRedisCluster } from '../test/helpers/redis-cluster';
+import { connectCluster, deletePrefix, type Nodes, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
 
@@ -46,6 +49,7 @@ async function child(): Promise<void> {
   const deps = await createDeps(
     loadConfig({
       REDIS_URL: env('REDIS_URL', 'redis://127.0.0.1:6379'),
+      ...(process.env.REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: process.env.REDIS_CLUSTER_NODES } : {}),
       DATABASE_URL: process.env.DATABASE_URL,
       REDIS_KEY_PREFIX: process.env.REDIS_KEY_PREFIX,
       // The writer's own setting, to compare values of it.
@@ -74,17 +78,19 @@ interface Options {
   rate: number;
   concurrency: number;
   profile: boolean;
+  cluster: boolean;
 }
 
 function parse(argv: string[]): Options {
-  const o: Options = { events: 20_000, rate: 0, concurrency: 32, profile: false };
+  const o: Options = { events: 20_000, rate: 0, concurrency: 32, profile: false, cluster: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--events') o.events = Number(argv[++i]);
     else if (a === '--rate') o.rate = Number(argv[++i]);
     else if (a === '--concurrency') o.concurrency = Number(argv[++i]);
     else if (a === '--profile') o.profile = true;
-    else throw new Error(`unknown option ${a} (--events N, --rate R, --concurrency C, --profile)`);
+    else if (a === '--cluster') o.cluster = true;
+    else throw new Error(`unknown option ${a} (--events N, --rate R, --concurrency C, --profile, --cluster)`);
   }
   if (!(o.events > 0) || !(o.rate >= 0)) throw new Error('--events must be > 0 and --rate >= 0');
   return o;
@@ -117,7 +123,18 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
   try {
-    const laurel = await seededInProcess({ redisUrl, databaseUrl: dbUrl.toString(), prefix });
+    // Where Laurel keeps its data: the local Redis, or (--cluster) a throwaway Redis Cluster.
+    let dataNodes: Nodes = redis;
+    let clusterNodes: string | undefined;
+    if (opts.cluster) {
+      const cluster = await startRedisCluster();
+      closers.push(() => cluster.stop());
+      const c = await connectCluster(cluster.nodes);
+      closers.push(async () => c.client.disconnect());
+      dataNodes = c.masters;
+      clusterNodes = cluster.nodes;
+    }
+    const laurel = await seededInProcess({ redisUrl, databaseUrl: dbUrl.toString(), prefix, clusterNodes });
     closers.push(() => laurel.close());
     const { deps, app, seeded } = laurel;
     const path = `/v1/metrics/${seeded.metricKey}/event`;
@@ -158,6 +175,7 @@ async function main(): Promise<void> {
           REDIS_URL: redisUrl,
           DATABASE_URL: dbUrl.toString(),
           REDIS_KEY_PREFIX: prefix,
+          ...(clusterNodes ? { REDIS_CLUSTER_NODES: clusterNodes } : {}),
           // As the full bench's worker and README's "Running in production": a larger young generation.
           NODE_OPTIONS: workerNodeOptions(process.env),
         },
@@ -216,7 +234,7 @@ async function main(): Promise<void> {
       const ms = await produce();
       console.error(`sent ${opts.events} events in ${(ms / 1000).toFixed(1)} s at ${opts.rate}/s`);
     }
-    const drain = await waitForOutboxDrain(redis, prefix, 600_000);
+    const drain = await waitForOutboxDrain(dataNodes, prefix, 600_000);
     const cpu1 = (await cpuSeconds(proc.pid))!;
     const pg1 = (await pgCpu.sample())!;
     const stats1 = await pgStats();
@@ -224,7 +242,7 @@ async function main(): Promise<void> {
     const n = opts.events;
     const per = (s: number) => Math.round((s * 1e6) / n);
     const result = {
-      mode: opts.rate > 0 ? `rate ${opts.rate}/s` : 'backlog',
+      mode: (opts.rate > 0 ? `rate ${opts.rate}/s` : 'backlog') + (opts.cluster ? ', 3-master Cluster' : ''),
       events: n,
       drainS: (Date.now() - t0) / 1000,
       workerUs: per(cpu1 - cpu0),
