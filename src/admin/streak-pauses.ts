@@ -1,9 +1,9 @@
 import { and, asc, eq, gte, inArray, isNull } from 'drizzle-orm';
 import type { PauseRow } from '../catalog/snapshot';
 import { streakPauses, users } from '../db/schema';
-import { userField } from '../redis/user-hash';
+import { splitUserHash, userField } from '../redis/user-hash';
 import type { Deps } from '../deps';
-import { addDays, dayIndex, isValidTimeZone, localDate } from '../engine/periods';
+import { addDays, dayIndex, isValidTimeZone, localDate, periodBounds, periodIndex } from '../engine/periods';
 import { refreshStreakExpiry } from '../services/streak-recompute';
 import { z } from '../zod';
 import { ItemIssue, iso, newId, parseItem } from './common';
@@ -99,20 +99,49 @@ export async function createPause(deps: Deps, item: unknown) {
 }
 
 /**
+ * The first day (index) a pause must reach to still matter to a user's streak, from the user's hash:
+ * a pause bridges unmet periods after the latest met one (semantics §4.5, §4.9), so one that ended
+ * before the period after `lastMet` (before today's period when the user has no streak) can bridge
+ * nothing any more. null (keep every pause) when the hash cannot tell: no user, or a streak state of
+ * another epoch, whose period indexes may be of another frequency.
+ */
+export function pausesMatterFrom(
+  deps: Pick<Deps, 'catalog' | 'clock'>,
+  user: { profile: Record<string, string>; streak: Record<string, string> },
+): number | null {
+  const s = deps.catalog.snapshot.streak;
+  if (user.profile.seq === undefined || Number(user.streak.epoch ?? 0) !== s.epoch) return null;
+  const lastMet = user.streak.lastMet;
+  if (Number(user.streak.length ?? 0) > 0 && lastMet !== undefined && lastMet !== '') {
+    return dayIndex(periodBounds(s.frequency, Number(lastMet) + 1).start);
+  }
+  const tz = user.profile.tz && isValidTimeZone(user.profile.tz) ? user.profile.tz : 'UTC';
+  const today = localDate(deps.clock.now(), tz);
+  return dayIndex(periodBounds(s.frequency, periodIndex(s.frequency, today)).start);
+}
+
+/**
  * Copies a user's live pauses into their streak state (then the caller refreshes the expiry the
  * streak indexes hold: refreshStreakExpiry), where the user script reads them when it
  * resolves ended periods: [[firstDayIndex, lastDayIndex], ...]. Postgres stays the source of truth.
+ * Pauses that can no longer bridge a period (pausesMatterFrom) are left out: every op of the user
+ * decodes the list and carries it in its reply and outbox record, so with recurring pauses it would
+ * otherwise grow with the user's age (about 0.8 µs of Redis per pause per op).
  */
 export async function syncPauses(deps: Deps, userId: string): Promise<void> {
   const rows = await deps.db
     .select({ start: streakPauses.start, end: streakPauses.end })
     .from(streakPauses)
-    .where(and(eq(streakPauses.userId, userId), isNull(streakPauses.deletedAt)));
+    .where(and(eq(streakPauses.userId, userId), isNull(streakPauses.deletedAt)))
+    .orderBy(asc(streakPauses.start), asc(streakPauses.end));
   const key = deps.keys.user(userId).hash;
   const field = userField('streak', 'pauses');
-  if (rows.length === 0) await deps.redis.hdel(key, field);
-  else
-    await deps.redis.hset(key, field, JSON.stringify(rows.map((r) => [dayIndex(r.start), dayIndex(r.end)])));
+  const from = pausesMatterFrom(deps, splitUserHash(await deps.redis.hgetall(key)));
+  const kept = rows
+    .map((r) => [dayIndex(r.start), dayIndex(r.end)] as const)
+    .filter(([, end]) => from === null || end >= from);
+  if (kept.length === 0) await deps.redis.hdel(key, field);
+  else await deps.redis.hset(key, field, JSON.stringify(kept));
 }
 
 /** Deletes one pause (it stops applying to periods not yet resolved, semantics §4.9). */

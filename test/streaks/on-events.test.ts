@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { streakPauses } from '../../src/db/schema';
+import { dateOfDay } from '../../src/engine/periods';
+import { userField } from '../../src/redis/user-hash';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // The streak reported by POST /v1/metrics/{key}/event (semantics §4; application-api §7.7).
@@ -647,5 +651,42 @@ describe('streaks on events', () => {
       freezes: 1,
       extended: true,
     });
+  });
+
+  it("keeps in the user's state only the pauses that can still bridge a period", async () => {
+    const m = await metric('pause-prune');
+    await configure({ conditions: [{ metricId: m.id, threshold: 1 }] });
+    const u = uid();
+    const pause = async (now: string, start: string, end: string) => {
+      t.clock.set(now);
+      const p = await t.admin('POST', '/streaks/pauses', { pauses: [{ userId: u, start, end }] });
+      expect(p.body.issues).toEqual([]);
+    };
+    const stored = async () => {
+      const raw = await t.deps.redis.hget(t.deps.keys.user(u).hash, userField('streak', 'pauses'));
+      return (JSON.parse(raw ?? '[]') as Array<[number, number]>).map(([a, b]) => [
+        dateOfDay(a),
+        dateOfDay(b),
+      ]);
+    };
+    expect(await at('2025-04-01T12:00:00Z', 'pause-prune', u, 1)).toMatchObject({ length: 1 });
+    await pause('2025-04-01T13:00:00Z', '2025-04-02', '2025-04-02');
+    expect(await at('2025-04-03T12:00:00Z', 'pause-prune', u, 1)).toMatchObject({ length: 2 });
+    // The latest met day is 3 Apr: the pause of 2 Apr can bridge nothing any more.
+    await pause('2025-04-03T13:00:00Z', '2025-04-04', '2025-04-05');
+    expect(await stored()).toEqual([['2025-04-04', '2025-04-05']]);
+    expect(await at('2025-04-06T12:00:00Z', 'pause-prune', u, 1)).toMatchObject({ length: 3 });
+    await pause('2025-04-06T13:00:00Z', '2025-04-07', '2025-04-07');
+    // 7 Apr is not resolved yet on 8 Apr (no event since 6 Apr): its pause stays; 4-5 Apr's goes.
+    await pause('2025-04-08T06:00:00Z', '2025-04-09', '2025-04-09');
+    expect(await stored()).toEqual([
+      ['2025-04-07', '2025-04-07'],
+      ['2025-04-09', '2025-04-09'],
+    ]);
+    expect(await at('2025-04-08T12:00:00Z', 'pause-prune', u, 1)).toMatchObject({ length: 4 });
+    expect(await at('2025-04-10T12:00:00Z', 'pause-prune', u, 1)).toMatchObject({ length: 5 });
+    // Postgres keeps every pause.
+    const all = await t.deps.db.select().from(streakPauses).where(eq(streakPauses.userId, u));
+    expect(all).toHaveLength(4);
   });
 });
