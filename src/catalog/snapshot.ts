@@ -53,6 +53,8 @@ export class Snapshot {
   readonly metricsByKey = new Map<string, MetricRow>();
   readonly systemsById = new Map<string, PointsSystemConfig>();
   readonly systemsByKey = new Map<string, PointsSystemConfig>();
+  /** The boosts of the systems above (non-deleted), by id. */
+  readonly boostsById = new Map<string, BoostRow>();
   /** Every trigger ever created, deleted ones included (awards keep showing them as archived). */
   readonly triggersById = new Map<string, TriggerRow>();
   readonly achievementsById = new Map<string, AchievementRow>();
@@ -118,6 +120,7 @@ export async function loadSnapshot(db: Db, version: number): Promise<Snapshot> {
         .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : byCreated(a, b))),
     };
     snap.systemsById.set(p.id, cfg);
+    for (const b of cfg.boosts) snap.boostsById.set(b.id, b);
     snap.systemsByKey.set(p.key, cfg);
     snap.systems.push(cfg);
   }

@@ -230,11 +230,10 @@ export function opWire(
   if (out === undefined) {
     const wire: PlanWire = { ...compiled.wireObjects };
     for (const id of systems) {
-      const rows = snap.systemsById.get(id)?.boosts ?? [];
       const bo: NonNullable<PlanWire[string]['bo']> = {};
       for (const { id: boostId } of boosts[id]!) {
-        const b = rows.find((r) => r.id === boostId);
-        if (b) bo[boostId] = boostFields(b);
+        const b = snap.boostsById.get(boostId);
+        if (b && b.systemId === id) bo[boostId] = boostFields(b);
       }
       wire[id] = { ...wire[id]!, bo };
     }

@@ -49,38 +49,85 @@ type BoostInput = Record<
   Array<{ id: string; num: number; den: number; r: string; uf: [string, string][] }>
 >;
 
-/** Boosts of a plan's systems active on a date, when none of them is user-specific (per plan: per snapshot). */
-const sharedBoosts = new WeakMap<Plan, { personal: boolean; byDate: Map<string, BoostInput> }>();
+type SystemBoost = Snapshot['systems'][number]['boosts'][number];
 
-/** The boosts active for this user on a local date, per system of the plan. */
+/**
+ * A plan's boosts (per snapshot, as plans are): per system of the plan, those for every user and, for
+ * each user with boosts of their own, theirs, each with its place in the system's list; and the
+ * boosts for every user active on a date, kept per date.
+ */
+interface PlanBoosts {
+  shared: Array<Array<[number, SystemBoost]>>;
+  own: Map<string, Array<Array<[number, SystemBoost]>>>;
+  byDate: Map<string, BoostInput>;
+}
+const planBoosts = new WeakMap<Plan, PlanBoosts>();
+
+/**
+ * The boosts active for this user on a local date, per system of the plan: one object per plan and
+ * date for every user without a boost of their own (so the op's day share is kept too), and for a
+ * user with one the shared boosts and theirs, in the system's order, without reading anyone else's
+ * (a system may hold a boost for each of thousands of users).
+ */
 function boostsFor(snap: Snapshot, plan: Plan, userId: string, date: string): BoostInput {
-  let shared = sharedBoosts.get(plan);
-  if (!shared) {
-    const personal = plan.systems.some((ps) =>
-      snap.systemsById.get(ps.id)!.boosts.some((b) => b.userId !== null),
-    );
-    shared = { personal, byDate: new Map() };
-    sharedBoosts.set(plan, shared);
+  let pb = planBoosts.get(plan);
+  if (!pb) {
+    pb = { shared: [], own: new Map(), byDate: new Map() };
+    for (const [i, ps] of plan.systems.entries()) {
+      pb.shared.push([]);
+      for (const [j, b] of snap.systemsById.get(ps.id)!.boosts.entries()) {
+        if (b.userId === null) {
+          pb.shared[i]!.push([j, b]);
+          continue;
+        }
+        let lists = pb.own.get(b.userId);
+        if (!lists) {
+          lists = plan.systems.map(() => []);
+          pb.own.set(b.userId, lists);
+        }
+        lists[i]!.push([j, b]);
+      }
+    }
+    planBoosts.set(plan, pb);
   }
-  if (shared.personal) return computeBoosts(snap, plan, userId, date);
-  let out = shared.byDate.get(date);
+  const own = pb.own.get(userId);
+  if (own) return computeBoosts(snap, plan, date, (i) => mergeByPlace(pb.shared[i]!, own[i]!));
+  let out = pb.byDate.get(date);
   if (!out) {
-    if (shared.byDate.size >= 1000) shared.byDate.clear();
-    out = computeBoosts(snap, plan, userId, date);
-    shared.byDate.set(date, out);
+    if (pb.byDate.size >= 1000) pb.byDate.clear();
+    const shared = pb.shared;
+    out = computeBoosts(snap, plan, date, (i) => shared[i]!);
+    pb.byDate.set(date, out);
   }
   return out;
 }
 
-function computeBoosts(snap: Snapshot, plan: Plan, userId: string, date: string): BoostInput {
+/** Two lists of a system's boosts, each in the system's order, as one in that order. */
+function mergeByPlace<T>(a: Array<[number, T]>, b: Array<[number, T]>): Array<[number, T]> {
+  if (!b.length) return a;
+  if (!a.length) return b;
+  const out: Array<[number, T]> = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]![0] < b[j]![0])) out.push(a[i++]!);
+    else out.push(b[j++]!);
+  }
+  return out;
+}
+
+/** Of each system's candidate boosts (`candidates(i)` for the plan's i-th system), those active on `date`. */
+function computeBoosts(
+  snap: Snapshot,
+  plan: Plan,
+  date: string,
+  candidates: (i: number) => Array<[number, SystemBoost]>,
+): BoostInput {
   const out: BoostInput = {};
-  for (const ps of plan.systems) {
-    const sys = snap.systemsById.get(ps.id)!;
-    const list = sys.boosts
-      .filter(
-        (b) => (b.userId === null || b.userId === userId) && boostStatus(b.start, b.end, date) === 'active',
-      )
-      .map((b) => {
+  for (const [i, ps] of plan.systems.entries()) {
+    const list = candidates(i)
+      .filter(([, b]) => boostStatus(b.start, b.end, date) === 'active')
+      .map(([, b]) => {
         const f = multiplierFraction(b.multiplier);
         return {
           id: b.id,

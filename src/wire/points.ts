@@ -45,7 +45,7 @@ export function awardResponse(
 ) {
   const trigger = committed?.t?.[a.trigger] ?? current(snap, a.trigger);
   const boosts = a.boosts
-    .map((id) => committed?.bo?.[id] ?? sys?.boosts.find((b) => b.id === id))
+    .map((id) => committed?.bo?.[id] ?? (sys && snapBoost(snap, sys, id)))
     .filter((b): b is BoostRow | BoostFields => b !== undefined)
     .map((b) => boostResponse(b, today));
   return {
@@ -56,6 +56,12 @@ export function awardResponse(
     trigger,
     boosts,
   };
+}
+
+/** A boost of the system, as the snapshot has it (undefined when deleted or of another system). */
+function snapBoost(snap: Snapshot, sys: PointsSystemConfig, id: string): BoostRow | undefined {
+  const b = snap.boostsById.get(id);
+  return b && b.systemId === sys.id ? b : undefined;
 }
 
 function current(snap: Snapshot, triggerId: string) {

@@ -117,6 +117,35 @@ describe('boosts on event awards', () => {
     expect(awarded(await send(s.metric, uid(), 1), s.key)).toEqual([10]);
   });
 
+  it("applies each user's own boosts among everyone's in the system's order, however many users have one", async () => {
+    const s = await setup(10);
+    const [u1, u2, u3] = [uid(), uid(), uid()];
+    const others = Array.from({ length: 150 }, (_, i) => `${u1}-other-${i}`);
+    // Boosts are for users who exist.
+    for (const u of [u1, u2, u3, ...others]) expect((await send(s.metric, u, 1)).status).toBe(201);
+    // Ordered by start: A (everyone), B (u1), C (everyone), D (u2), then 150 other users' own boosts.
+    const [a, b, c, d] = await boosts(s.system, [
+      { multiplier: 2, start: '2025-03-01' },
+      { multiplier: 3, start: '2025-03-02', userId: u1 },
+      { multiplier: 1.5, start: '2025-03-03' },
+      { multiplier: 5, start: '2025-03-04', userId: u2 },
+    ]);
+    for (let i = 0; i < 150; i += 50) {
+      await boosts(
+        s.system,
+        others.slice(i, i + 50).map((userId) => ({ multiplier: 7, start: '2025-03-05', userId })),
+      );
+    }
+    const applied = async (u: string) => {
+      const res = await send(s.metric, u, 1);
+      return [awarded(res, s.key)[0], res.body.points[s.key].awards[0].boosts.map((x: any) => x.id)];
+    };
+    expect(await applied(u1)).toEqual([90, [a!.id, b!.id, c!.id]]);
+    expect(await applied(u2)).toEqual([150, [a!.id, c!.id, d!.id]]);
+    expect(await applied(u3)).toEqual([30, [a!.id, c!.id]]);
+    expect(await applied(others[7]!)).toEqual([210, [a!.id, c!.id, expect.any(String)]]);
+  });
+
   it('stacks applicable boosts multiplicatively (2 × 1.5)', async () => {
     const s = await setup(10);
     const [a, b] = await boosts(s.system, [
