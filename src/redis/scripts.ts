@@ -20,6 +20,7 @@ export const SCRIPT_NAMES = [
   'claimDue',
   'commitUserOp',
   'dropDrainedStream',
+  'dropIdleConsumers',
   'migrateIdem',
   'migrateUser',
   'rateLimit',
@@ -52,6 +53,7 @@ declare module 'ioredis' {
     claimDue(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     commitUserOp(numKeys: number, ...keysAndArgs: string[]): Result<CommitUserOpReply, Context>;
     dropDrainedStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
+    dropIdleConsumers(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateIdem(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     migrateUser(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     /** One move: its reply JSON; several (packed, src/redis/board-moves.ts): one JSON array of replies. */

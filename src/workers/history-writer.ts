@@ -31,6 +31,11 @@ type StreamReply = Array<[string, Array<[string, string[]]>]> | null;
  */
 export const MAX_READ = 512;
 
+/** A writer's consumer idle this long, holding nothing, is removed from the outbox group (a stopped process's). */
+export const CONSUMER_IDLE_MS = 3_600_000;
+/** How often a writer looks for such consumers (at a claim sweep). */
+const CONSUMER_SWEEP_MS = 600_000;
+
 /** The newest entries the unreadable-records stream keeps (about: XADD MAXLEN ~). */
 export const UNREADABLE_KEPT = 1000;
 
@@ -330,6 +335,8 @@ export interface HistoryWriterOptions {
   consumer?: string;
   /** The most outbox entries one read returns (MAX_READ unless given). */
   maxRead?: number;
+  /** Other consumers idle this long and holding nothing are removed from the group (CONSUMER_IDLE_MS). */
+  consumerIdleMs?: number;
 }
 
 /**
@@ -378,6 +385,8 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
   private draining = true;
   /** Whether the last pass left records it knows of: a stream gave the full count of a grouped read. */
   private behind = false;
+  /** When idle consumers were last removed (dropIdleConsumers). */
+  private lastConsumerSweep = 0;
   /** Legacy shard streams (single Redis: Keys.legacyOutboxes) found at the last claim sweep. */
   private legacy: string[] = [];
 
@@ -427,6 +436,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     if (claim) {
       this.lastClaim = Date.now();
       await this.findLegacy();
+      await this.dropIdleConsumers(streams);
     }
     // The pass's entries by stream, in the order read (claims first: they are the older).
     const byStream = new Map<string, OutboxEntry[]>();
@@ -647,6 +657,27 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    * to them. Each joins the group at its start; one that is empty with nothing pending is removed
    * (lua/dropDrainedStream.lua: atomically, so an entry added meanwhile keeps it).
    */
+  /**
+   * Every CONSUMER_SWEEP_MS at a claim sweep: removes the outbox group's consumers (other writers'
+   * names, one per process ever started) that hold nothing and have been idle CONSUMER_IDLE_MS, so
+   * the group does not grow with every restart (lua/dropIdleConsumers.lua). A failure waits for the
+   * next sweep: nothing depends on it.
+   */
+  private async dropIdleConsumers(streams: readonly string[]): Promise<void> {
+    if (Date.now() - this.lastConsumerSweep < CONSUMER_SWEEP_MS) return;
+    this.lastConsumerSweep = Date.now();
+    const pipe = crossSlotPipeline(this.deps.redis);
+    for (const key of streams)
+      pipe.dropIdleConsumers(
+        1,
+        key,
+        HISTORY_GROUP,
+        String(this.opts.consumerIdleMs ?? CONSUMER_IDLE_MS),
+        this.consumer,
+      );
+    await pipe.exec().catch(() => {});
+  }
+
   private async findLegacy(): Promise<void> {
     const candidates = this.deps.keys.legacyOutboxes();
     // One EXISTS of them all first: after an upgrade has drained them, that is all a sweep costs.

@@ -248,6 +248,51 @@ describe('history writer', () => {
     expect(crashRows.length).toBe(10);
   });
 
+  it("removes stopped writers' consumers from the outbox group, never one that holds entries", async () => {
+    while ((await new HistoryWriter(t.deps, { consumer: 'w-pre-sweep' }).drainOnce()) > 0) {}
+    const streams = t.deps.keys.outboxes;
+    for (const key of streams) {
+      await t.deps.redis.xgroup('CREATE', key, HISTORY_GROUP, '0', 'MKSTREAM').catch(() => {});
+      await t.deps.redis.xgroup('CREATECONSUMER', key, HISTORY_GROUP, 'gone-empty');
+    }
+    // A stopped writer that read an entry and never acknowledged it.
+    await send('sweep-1', 1);
+    let holding = '';
+    for (const key of streams) {
+      const got = await t.deps.redis.xreadgroup(
+        'GROUP',
+        HISTORY_GROUP,
+        'gone-holding',
+        'COUNT',
+        10,
+        'STREAMS',
+        key,
+        '>',
+      );
+      if (got) holding = key;
+    }
+    expect(holding).not.toBe('');
+    const consumers = async (key: string) =>
+      ((await t.deps.redis.xinfo('CONSUMERS', key, HISTORY_GROUP)) as string[][]).map((c) => c[1]).sort();
+    const sweeper = new HistoryWriter(t.deps, {
+      consumer: 'w-sweep',
+      claimIdleMs: 3_600_000,
+      consumerIdleMs: 0,
+    });
+    await sweeper.drainOnce();
+    expect(await consumers(holding)).toContain('gone-holding');
+    for (const key of streams) expect(await consumers(key)).not.toContain('gone-empty');
+    // What it held is still claimed and written.
+    while (
+      (await new HistoryWriter(t.deps, { consumer: 'w-after-sweep', claimIdleMs: 0 }).drainOnce()) > 0
+    ) {}
+    const rows = await t.deps.db
+      .select({ id: events.userId })
+      .from(events)
+      .where(eq(events.userId, 'sweep-1'));
+    expect(rows).toHaveLength(1);
+  });
+
   it('keeps entries while Postgres is unreachable and writes them once it is back', async () => {
     await send('pgdown-1', 2);
     // The same process with its Postgres pool pointed at a closed port.
