@@ -502,8 +502,9 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
 
 /**
  * Removes a finalised run's rankings and member entries from Redis, once its snapshot is in Postgres
- * (every read of a finalised run uses the snapshot): a board's Redis state holds its open runs only, so
- * it does not grow with every run a user ever took part in. Returns how many keys were removed.
+ * (every read of a finalised run uses the snapshot), and the scheduler's leaderboard.changed markers of
+ * its groups: a board's Redis state holds its open runs only, so it does not grow with every run a user
+ * ever took part in, nor with every run at all. Returns how many keys were removed.
  */
 export async function dropFinalisedRun(deps: Deps, board: LeaderboardRow, run: Run): Promise<number> {
   const bk = deps.keys.board(board.id);
@@ -515,6 +516,13 @@ export async function dropFinalisedRun(deps: Deps, board: LeaderboardRow, run: R
   ];
   let removed = 0;
   for (const key of keys) removed += await deps.redis.unlink(key);
+  // The scheduler's markers of the run's groups: when each last sent leaderboard.changed (kept to
+  // coalesce them and to tell their webhook event ids apart), unless a change is still to be sent.
+  const done = deps.keys.sched.done;
+  const runGroups = [...groups].map((g) => `${board.id}|${run.start}|${g}`);
+  const dirty = await deps.redis.hmget(done, ...runGroups.map((m) => `lbd|${m}`));
+  const settled = runGroups.filter((_, i) => dirty[i] === null).map((m) => `lbc|${m}`);
+  if (settled.length) await deps.redis.hdel(done, ...settled);
   return removed;
 }
 

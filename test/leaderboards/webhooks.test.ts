@@ -94,4 +94,33 @@ describe('leaderboard change webhooks (semantics §8.4)', () => {
     await tick();
     expect(await rows('leaderboard.changed')).toHaveLength(2);
   });
+
+  it("forgets a run's leaderboard.changed marker once the run is finalised", async () => {
+    const [m] = await adminCreate(t, '/metrics', [{ key: 'laps', name: 'Laps' }]);
+    const [board] = await adminCreate(t, '/leaderboards', [
+      {
+        key: 'laps',
+        name: 'Laps',
+        rankBy: 'metric',
+        metricId: m.id,
+        runUnit: 'day',
+        runInterval: 1,
+        status: 'active',
+      },
+    ]);
+    t.clock.set('2025-03-12T12:00:00Z');
+    const r = await t.api('POST', '/v1/metrics/laps/event', { user: { id: 'lap-1' }, value: 3 });
+    expect(r.status).toBe(201);
+    const marker = `lbc|${board.id}|2025-03-12|`;
+    await tick();
+    t.clock.set('2025-03-12T12:01:01Z');
+    await tick();
+    expect(await t.deps.redis.hget(t.deps.keys.sched.done, marker)).not.toBeNull();
+    // 12 hours after the run's last UTC day it is finalised and its Redis state dropped.
+    t.clock.set('2025-03-13T12:00:01Z');
+    await tick();
+    await tick();
+    expect(await t.deps.redis.exists(t.deps.keys.board(board.id).members('2025-03-12'))).toBe(0);
+    expect(await t.deps.redis.hget(t.deps.keys.sched.done, marker)).toBeNull();
+  });
 });
