@@ -104,15 +104,29 @@ end
 
 -- Streak boards: drops the ranked entries whose streak has broken (expires <= now), so ranks, the
 -- threshold and the cap count live ones only. The expiry index B.x holds the ranking's members by
--- expiry, so this reads only the lapsed ones, whatever the ranking's size. A ranking written before
--- its index existed (Laurel before it; the index is absent while the ranking holds entries) is
--- indexed here once, from its members' entries.
+-- expiry, so this reads only the lapsed ones, whatever the ranking's size. An index found out of step
+-- with the ranking is made again here, once, from the members' entries: absent or of another size (a
+-- ranking Laurel wrote before the index existed), or naming a lapsed entry the ranking does not hold
+-- (a move of a process of that version replaced a member: the index then misses the new one, whose
+-- expiry is no earlier than the replaced one's, so it is indexed before it can lapse).
 local function boardDropLapsed(B, K_MEMBERS, now)
-  if redis.call('EXISTS', B.x) == 1 then
-    local lapsed = redis.call('ZRANGE', B.x, '-inf', fmt(now), 'BYSCORE')
-    for i = 1, #lapsed do boardZrem(B, lapsed[i]) end
+  local n = redis.call('ZCARD', B.ranking)
+  if n == 0 then
+    redis.call('DEL', B.x)
     return
   end
+  if redis.call('ZCARD', B.x) == n then
+    local lapsed = redis.call('ZRANGE', B.x, '-inf', fmt(now), 'BYSCORE')
+    if #lapsed == 0 then return end
+    local gone = 0
+    for i = 1, #lapsed do gone = gone + redis.call('ZREM', B.ranking, lapsed[i]) end
+    redis.call('ZREM', B.x, unpack(lapsed))
+    B.changed = true
+    B.edge = nil
+    BOARD_EDGES[B.ek] = nil
+    if gone == #lapsed then return end
+  end
+  redis.call('DEL', B.x)
   local all = redis.call('ZRANGE', B.ranking, '0', '-1')
   if #all == 0 then return end
   local ids = {}

@@ -211,12 +211,12 @@ async function allRanked(
   const streak = board.rankBy === 'streak';
   // A streak board's broken streaks stay ranked until a move drops them: leave out those whose
   // expiry has passed, read from the ranking's expiry index (the lapsed ones only) in the same round
-  // trip; the members' entries when the index is absent (a ranking an earlier version wrote, not
-  // moved since).
+  // trip; from the members' entries when the index is out of step with the ranking (another size, or
+  // a lapsed entry the ranking does not hold: see lua/lib/board.lua boardDropLapsed).
   const pipe = deps.redis.multi();
   pipe.zrange(bk.ranking(run.start, group), 0, -1, 'WITHSCORES');
   if (streak) {
-    pipe.exists(bk.expiries(run.start, group));
+    pipe.zcard(bk.expiries(run.start, group));
     pipe.zrange(bk.expiries(run.start, group), '-inf', asOf, 'BYSCORE');
   }
   const [flat, indexed, lapsed] = (await execValues(pipe)) as [string[], number?, string[]?];
@@ -226,8 +226,9 @@ async function allRanked(
     entries.push({ member, userId: userOf(member), value: boardValue(board, -Number(flat[i + 1])) });
   }
   if (streak && entries.length) {
-    if (indexed === 1) {
-      const gone = new Set(lapsed);
+    const gone = new Set(lapsed);
+    const inStep = indexed === entries.length && (gone.size === 0 || matchedAll(entries, gone));
+    if (inStep) {
       if (gone.size) entries = entries.filter((e) => !gone.has(e.member));
     } else {
       const meta = await deps.redis.hmget(bk.members(run.start), ...entries.map((e) => e.userId));
@@ -238,6 +239,13 @@ async function allRanked(
     }
   }
   return entries.map((e, i) => ({ userId: e.userId, value: e.value, rank: i + 1 }));
+}
+
+/** Whether every member of `wanted` is one of the entries'. */
+function matchedAll(entries: ReadonlyArray<{ member: string }>, wanted: ReadonlySet<string>): boolean {
+  let found = 0;
+  for (const e of entries) if (wanted.has(e.member)) found++;
+  return found === wanted.size;
 }
 
 /** An op whose board values unappliedBoardMoves checks (an outbox record's). */

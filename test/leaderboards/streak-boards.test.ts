@@ -172,6 +172,11 @@ describe('streak leaderboards', () => {
     await t.deps.redis.zadd(bk.expiries('2025-03-25', ''), Date.parse(day(28, '00:00:00')), ranking[0]!);
     t.clock.set(day(28));
     expect(await standings(t, b.key)).toEqual([['ix-c', 1]]);
+    // An index out of step with the ranking (ix-b's entry replaced by a lapsed one the ranking does
+    // not hold, as a move of an earlier version leaves it): the members' entries decide.
+    await t.deps.redis.zrem(bk.expiries('2025-03-25', ''), ranking[0]!);
+    await t.deps.redis.zadd(bk.expiries('2025-03-25', ''), 1, `${'0'.repeat(15)}|ix-stale`);
+    expect(await standings(t, b.key)).toEqual([['ix-c', 1]]);
     await t.deps.redis.del(bk.expiries('2025-03-25', ''));
     expect(await standings(t, b.key)).toEqual([['ix-c', 1]]);
     // The next move indexes the ranking again, without the broken streak.

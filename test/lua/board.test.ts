@@ -240,6 +240,20 @@ end`,
     expect(index.filter((_, i) => i % 2 === 1)).toEqual(['9000', '9000', 'inf']);
   });
 
+  it('makes the expiry index again when it does not hold the ranking (an earlier version wrote to it)', async () => {
+    newBoard();
+    await update('a', 5, { streak: true, expires: 9000, now: 1000 });
+    await update('b', 4, { streak: true, expires: 1500, now: 1000 });
+    // b is missing from the index (ranked by an earlier version), and a stale entry is left in it.
+    const [, b] = await h.redis.zrange(keys.ranking, 0, -1);
+    await h.redis.zrem(keys.expiries, b!);
+    await h.redis.zadd(keys.expiries, 1200, `${'0'.repeat(15)}|gone`);
+    await update('c', 3, { streak: true, expires: 9000, now: 2000 });
+    const ranked = await h.redis.zrange(keys.ranking, 0, -1);
+    expect(ranked.map((m) => m.slice(16))).toEqual(['a', 'c']);
+    expect(await h.redis.zrange(keys.expiries, 0, -1)).toEqual([...ranked].sort());
+  });
+
   it("keeps a streak ranking's expiry index equal to the ranking through any moves", async () => {
     const move = fc.record({
       user: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
