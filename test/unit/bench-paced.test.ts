@@ -38,16 +38,15 @@ describe('the paced load generator (bench, figure 6)', () => {
     expect(res.statusCodes).toEqual({ '201': 196, '500': 4 });
     expect(res.non2xx).toBe(4);
     expect(res.latencies).toHaveLength(200);
-    // Ten windows of 100 ms: about 20 requests each; a burst would put all 200 in the first. The bounds
-    // leave room for a stall of this process on a loaded machine (a late request is sent at once, as an
-    // open loop must: one CI run saw 51 in a window).
+    // Paced at 200/s over one second: about 20 requests every 100 ms, the last near the end of the
+    // second; a burst would send all 200 in the first milliseconds. Bounds that a stall of this process
+    // on a loaded machine cannot break (overdue requests are then sent at once, as an open loop must:
+    // CI runs saw 51 in one window, and 5 or 6 of the ten windows under 10 requests): the first 100 ms
+    // hold few of them, and the requests span most of the second.
     const start = arrivals[0]!;
-    const windows = Array.from(
-      { length: 10 },
-      (_, w) => arrivals.filter((t) => t - start >= w * 100 && t - start < (w + 1) * 100).length,
-    );
-    for (const count of windows) expect(count).toBeLessThanOrEqual(80);
-    expect(windows.filter((c) => c >= 10).length).toBeGreaterThanOrEqual(7);
+    const first = arrivals.filter((t) => t - start < 100).length;
+    expect(first).toBeLessThanOrEqual(60);
+    expect(arrivals.at(-1)! - start).toBeGreaterThanOrEqual(700);
   });
 
   it('reads quantiles by nearest rank', () => {
