@@ -71,6 +71,12 @@ export const envSchema = z.object({
    * normally waits for Postgres, the cross-user indexes and its webhooks, against passes of few records.
    */
   HISTORY_PASS_INTERVAL_MS: intFromEnv(200, 10, 5_000),
+  /**
+   * On a Redis Cluster, how long the answers of one turn's script calls wait for the slowest master's
+   * before they are handed out (src/redis/per-turn.ts Rounds): answered together, their events' board
+   * moves leave in one call per board.
+   */
+  CLUSTER_ROUND_GRACE_MS: intFromEnv(5, 0, 1_000),
   SHUTDOWN_TIMEOUT_MS: intFromEnv(10_000, 0, 600_000),
   MIGRATE_ON_START: boolFromEnv(true),
   /** An event batch whose processor has not renewed its lease for this long is resumed by another process. */

@@ -700,14 +700,13 @@ const NOT_LOCAL = /non local key|cluster is down/;
  * grace bounds what a slow master costs the others' events.
  */
 const clusterRounds = new WeakMap<Deps['redis'], Rounds>();
-const ROUND_GRACE_MS = 5;
 
 /** On a Cluster, the round this turn's call joins: its answer is handed out through it. */
 function roundOf(deps: Deps): ((handOut: () => void) => void) | null {
   if (!isCluster(deps.redis)) return null;
   let rounds = clusterRounds.get(deps.redis);
   if (!rounds) {
-    rounds = new Rounds(ROUND_GRACE_MS);
+    rounds = new Rounds(deps.config.CLUSTER_ROUND_GRACE_MS);
     clusterRounds.set(deps.redis, rounds);
   }
   return rounds.join();
