@@ -134,10 +134,10 @@ local function boardDropLapsed(B, K_MEMBERS, now)
   local metas = redis.call('HMGET', K_MEMBERS, unpack(ids))
   for i = 1, #all do
     local m = all[i]
-    if boardLapsed(true, metas[i], now) then
+    local e = metas[i] and tonumber(select(5, boardMeta(metas[i]))) or 0
+    if e > 0 and e <= now then
       boardZrem(B, m)
     else
-      local e = metas[i] and tonumber(select(5, boardMeta(metas[i]))) or 0
       redis.call('ZADD', B.x, e > 0 and fmt(e) or '+inf', m)
     end
   end

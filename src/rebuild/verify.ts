@@ -287,16 +287,15 @@ async function verifyBoards(
       });
       return;
     }
+    const member = `${String(f[1]).padStart(15, '0')}|${r.userId}`;
     if (r.value > 0 && board?.rankBy !== 'streak') {
       const key = deps.keys.board(r.leaderboardId).ranking(r.runStart, g);
-      const member = `${String(f[1]).padStart(15, '0')}|${r.userId}`;
       zpipe.zscore(key, member);
       zpipe.zcard(key);
       checks.push({ r, member, key, g });
     } else if (r.value > 0) {
       // A streak board: a ranked entry is in the ranking's expiry index, at its expiry.
       const bk = deps.keys.board(r.leaderboardId);
-      const member = `${String(f[1]).padStart(15, '0')}|${r.userId}`;
       xpipe.zscore(bk.ranking(r.runStart, g), member);
       xpipe.zscore(bk.expiries(r.runStart, g), member);
       indexed.push({ r });

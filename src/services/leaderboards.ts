@@ -515,23 +515,36 @@ export async function finaliseRun(deps: Deps, board: LeaderboardRow, run: Run): 
  * ever took part in, nor with every run at all. Returns how many keys were removed.
  */
 export async function dropFinalisedRun(deps: Deps, board: LeaderboardRow, run: Run): Promise<number> {
-  const bk = deps.keys.board(board.id);
-  const members = await deps.redis.hvals(bk.members(run.start));
-  const groups = new Set(['', ...members.map((m) => m.split('|')[2] ?? '')]);
-  const keys = [
-    bk.members(run.start),
-    ...[...groups].flatMap((g) => [bk.ranking(run.start, g), bk.expiries(run.start, g)]),
-  ];
+  const { groups, keys } = await runKeys(deps, board.id, run.start);
   let removed = 0;
   for (const key of keys) removed += await deps.redis.unlink(key);
   // The scheduler's markers of the run's groups: when each last sent leaderboard.changed (kept to
   // coalesce them and to tell their webhook event ids apart), unless a change is still to be sent.
   const done = deps.keys.sched.done;
-  const runGroups = [...groups].map((g) => `${board.id}|${run.start}|${g}`);
+  const runGroups = groups.map((g) => `${board.id}|${run.start}|${g}`);
   const dirty = await deps.redis.hmget(done, ...runGroups.map((m) => `lbd|${m}`));
   const settled = runGroups.filter((_, i) => dirty[i] === null).map((m) => `lbc|${m}`);
   if (settled.length) await deps.redis.hdel(done, ...settled);
   return removed;
+}
+
+/**
+ * A board run's Redis keys: its members hash, and the ranking (and streak expiry index) of each
+ * breakdown group its members entered (read from their entries; '' always), with those groups.
+ */
+export async function runKeys(
+  deps: Deps,
+  boardId: string,
+  runStart: string,
+): Promise<{ groups: string[]; keys: string[] }> {
+  const bk = deps.keys.board(boardId);
+  const members = await deps.redis.hvals(bk.members(runStart));
+  const groups = [...new Set(['', ...members.map((m) => m.split('|')[2] ?? '')])];
+  const keys = [
+    bk.members(runStart),
+    ...groups.flatMap((g) => [bk.ranking(runStart, g), bk.expiries(runStart, g)]),
+  ];
+  return { groups, keys };
 }
 
 /** The runs of a board whose snapshot has been taken (their Redis state may be gone). */

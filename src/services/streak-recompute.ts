@@ -11,7 +11,7 @@ import { type Frequency, isValidTimeZone, localDate, periodIndex } from '../engi
 import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { StreakState } from '../engine/user-op-result';
-import { applyBoardUpdates } from './leaderboards';
+import { applyBoardUpdates, runKeys } from './leaderboards';
 
 // Streak settings changes (semantics §4.10): enabling, disabling and a new frequency start a new
 // settings epoch. The cross-user streak indexes (active rankings, streak leaderboards) then hold
@@ -106,16 +106,9 @@ export async function resetStreakIndexes(deps: Deps): Promise<void> {
   await deps.redis.unlink(g.streakActive, g.streakActiveMeta);
   for (const board of deps.catalog.snapshot.leaderboards) {
     if (board.rankBy !== 'streak') continue;
-    const bk = deps.keys.board(board.id);
-    const members = bk.members(board.start);
-    const meta = await deps.redis.hvals(members);
-    const groups = new Set(meta.map((m) => m.split('|')[2] ?? ''));
-    groups.add('');
-    await deps.redis.unlink(
-      members,
-      ...[...groups].flatMap((grp) => [bk.ranking(board.start, grp), bk.expiries(board.start, grp)]),
-    );
-    await deps.redis.incr(bk.version);
+    const { keys } = await runKeys(deps, board.id, board.start);
+    await deps.redis.unlink(...keys);
+    await deps.redis.incr(deps.keys.board(board.id).version);
   }
 }
 
