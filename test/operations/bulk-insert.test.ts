@@ -170,13 +170,60 @@ describe('bulkInsert', () => {
       ...instants.map((at, id) => ({ id, iso: new Date(at).toISOString() })),
       { id: 9, iso: null },
     ]);
-    // The same statement again is a named prepared statement of the connection (one per shape).
+    // The same statement again is a named prepared statement of the connection (one per shape: a
+    // single row travels as JSON, several delimited).
     const [p] = await conn.db.transaction(async (tx) => {
       await bulkInsert(tx, 'bulk_ms', msColumns, [{ id: 10, at: 1 }]);
+      await bulkInsert(tx, 'bulk_ms', msColumns, [
+        { id: 11, at: 2 },
+        { id: 12, at: null },
+      ]);
       return tx.execute(
         sql`select count(*)::int as n from pg_prepared_statements where statement like 'insert into "bulk_ms"%'`,
       );
     });
-    expect(p).toEqual({ n: 1 });
+    expect(p).toEqual({ n: 2 });
+  });
+
+  it('sends several rows delimited, and any column delimiting cannot carry exactly as JSON', async () => {
+    await conn.db.execute(sql`delete from bulk_t`);
+    const id = (n: number) => `20000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    // Every column delimitable: several rows, nulls among them, jsonb with control characters in strings.
+    const plain: Row[] = [
+      { id: id(1), t: 'a', i8: 1, i4: 1, b: true, f: 1.5, d: '2026-01-01', j: { s: 'x\u001fy\u001ez\n' } },
+      { id: id(2), t: 'b', i8: null, b: null, d: undefined, j: null },
+      { id: id(3), t: 'c', i8: -3, i4: 3, b: false, j: 'plain string' },
+    ];
+    const statements = await conn.db.transaction(async (tx) => {
+      await bulkInsert(tx, 'bulk_t', columns, plain);
+      return tx.execute(
+        sql`select statement from pg_prepared_statements where statement like 'insert into "bulk_t"%'`,
+      );
+    });
+    // uuid, text, int8, int4, bool, date and jsonb were split; float8 and timestamptz stay JSON.
+    const splits = [...statements].map((r) => String(r.statement).match(/string_to_array/g)?.length ?? 0);
+    expect(Math.max(...splits)).toBe(7);
+    // Columns that cannot be delimited exactly: a separator inside a text, '' and null among texts.
+    // A non-finite number is NULL in JSON (and in the column), not 'NaN'.
+    const awkward: Row[] = [
+      { id: id(4), t: 'unit\u001fseparator', i8: Number.NaN, j: [] },
+      { id: id(5), t: 'record\u001eseparator', i8: 5, j: {} },
+    ];
+    const emptyAndNull: Row[] = [
+      { id: id(6), t: '' },
+      { id: id(7), t: null },
+    ];
+    await bulkInsert(conn.db, 'bulk_t', columns, awkward);
+    await bulkInsert(conn.db, 'bulk_t', columns, emptyAndNull);
+    const got = await select();
+    expect(got.map((r) => [r.id, r.t, r.i8, r.i4, r.b, r.f, r.d, r.j, r.j_null])).toEqual([
+      [id(1), 'a', '1', 1, true, 1.5, '2026-01-01', { s: 'x\u001fy\u001ez\n' }, false],
+      [id(2), 'b', null, null, null, null, null, null, true],
+      [id(3), 'c', '-3', 3, false, null, null, 'plain string', false],
+      [id(4), 'unit\u001fseparator', null, null, null, null, null, [], false],
+      [id(5), 'record\u001eseparator', '5', null, null, null, null, {}, false],
+      [id(6), '', null, null, null, null, null, null, true],
+      [id(7), null, null, null, null, null, null, null, true],
+    ]);
   });
 });
