@@ -155,7 +155,7 @@ function separated(joined: string, count: number): boolean {
  * Postgres's time per row). '' reads back as NULL:
  * - scalars (SCALARS) join natively, null and undefined as '' (no value of these types is ''), unless
  *   one is a Date or a non-finite number (JSON writes those otherwise than their text);
- * - text when no value is null, undefined or '';
+ * - text when no value is '' (null and undefined join as '');
  * - jsonb as each value's JSON (which escapes every control character, so never holds the separator),
  *   null and undefined as ''.
  * undefined, and the column travels as one JSON array, otherwise, when a value held the separator, or
@@ -174,7 +174,8 @@ function delimitedValues(type: BulkType, values: unknown[]): string | undefined 
     return out;
   }
   if (type === 'text') {
-    if (values.includes(null) || values.includes(undefined) || values.includes('')) return undefined;
+    // '' would read back as NULL; null and undefined join as '' and do.
+    if (values.includes('')) return undefined;
   } else if (SCALARS.has(type)) {
     // What JSON would carry otherwise than its text: a Date (its ISO string), a non-finite number (null).
     for (const v of values) {

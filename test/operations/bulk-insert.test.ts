@@ -213,8 +213,14 @@ describe('bulkInsert', () => {
       { id: id(6), t: '' },
       { id: id(7), t: null },
     ];
+    // Texts and nulls without '' still travel delimited.
+    const textsAndNulls: Row[] = [
+      { id: id(8), t: null },
+      { id: id(9), t: 'nine' },
+    ];
     await bulkInsert(conn.db, 'bulk_t', columns, awkward);
     await bulkInsert(conn.db, 'bulk_t', columns, emptyAndNull);
+    await bulkInsert(conn.db, 'bulk_t', columns, textsAndNulls);
     const got = await select();
     expect(got.map((r) => [r.id, r.t, r.i8, r.i4, r.b, r.f, r.d, r.j, r.j_null])).toEqual([
       [id(1), 'a', '1', 1, true, 1.5, '2026-01-01', { s: 'x\u001fy\u001ez\n' }, false],
@@ -224,6 +230,8 @@ describe('bulkInsert', () => {
       [id(5), 'record\u001eseparator', '5', null, null, null, null, {}, false],
       [id(6), '', null, null, null, null, null, null, true],
       [id(7), null, null, null, null, null, null, null, true],
+      [id(8), null, null, null, null, null, null, null, true],
+      [id(9), 'nine', null, null, null, null, null, null, true],
     ]);
   });
 });
