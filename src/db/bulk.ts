@@ -139,7 +139,7 @@ export function bulkPart<T>(
 
 /** Between two delimited values: the ASCII unit separator. */
 const UNIT = '\u001f';
-/** The column types whose values travel delimited as they are: numbers, booleans, UUIDs and dates, never ''. */
+/** The column types whose values travel delimited as they are (numbers, booleans, UUIDs, dates: never ''). */
 const SCALARS: ReadonlySet<BulkType> = new Set(['uuid', 'int8', 'int4', 'bool', 'date', 'epoch_ms']);
 
 /** Whether `joined` holds exactly `count - 1` separators (else a value held one). */
@@ -196,9 +196,10 @@ function delimitedValues(type: BulkType, values: unknown[]): string | undefined 
  * undefined as SQL NULL, and jsonb values as JSON. `tail` is the rest of the statement, e.g. `on
  * conflict do nothing` (SQL text only: no parameters).
  *
- * The statement text depends only on the table, the columns, how each travels and the tail, so it is a named prepared
- * statement of the connection (postgres.js caches it): parsed and planned once per connection, not
- * per call, and sent in one round trip instead of a describe round trip and then the values.
+ * The statement text depends only on the table, the columns, how each travels and the tail, so it is
+ * a named prepared statement of the connection (postgres.js caches it): parsed and planned once per
+ * connection, not per call, and sent in one round trip instead of a describe round trip and then the
+ * values.
  */
 export async function bulkInsert<T>(
   db: Executor,
