@@ -188,7 +188,7 @@ describe('bulkInsert', () => {
   it('sends several rows delimited, and any column delimiting cannot carry exactly as JSON', async () => {
     await conn.db.execute(sql`delete from bulk_t`);
     const id = (n: number) => `20000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-    // Every column delimitable: several rows, nulls among them, jsonb with control characters in strings.
+    // Several rows of every delimitable type, nulls among them, jsonb with control characters in strings.
     const plain: Row[] = [
       { id: id(1), t: 'a', i8: 1, i4: 1, b: true, f: 1.5, d: '2026-01-01', j: { s: 'x\u001fy\u001ez\n' } },
       { id: id(2), t: 'b', i8: null, b: null, d: undefined, j: null },
