@@ -44,7 +44,9 @@ import {
   type Figure,
   formatBytes,
   issueFigures,
+  layoutFloor,
   renderBudget,
+  renderLayoutFloor,
   renderCpu,
   renderFigures,
   renderRedisCommands,
@@ -622,6 +624,22 @@ async function main() {
     console.error(`measuring the baseline at ${opts.rate} req/s…`);
     const baselineAtRate = await measure(baselineScenario(opts.rate), atRate, baselineProbes);
     results.push(baselineAtRate);
+    // Issue 16's consolidated layout (bench/baseline-server.ts), the floor figure 1's bar was set from.
+    console.error(`measuring issue 16's consolidated layout at ${opts.rate} req/s…`);
+    const layoutNext = cycle();
+    const layoutAtRate = await measure(
+      {
+        name: `layout POST /baseline/layout @${opts.rate}/s`,
+        origins: [baselineOrigin],
+        method: 'POST',
+        server: 'baseline',
+        redis: baselineRedisKey,
+        next: () => ({ path: '/baseline/layout', body: eventBody(layoutNext()) }),
+      },
+      atRate,
+      baselineProbes,
+    );
+    results.push(layoutAtRate);
 
     // New users again: ids after the closed-loop scenario's range.
     const nextNewUser = cycle(opts.users);
@@ -789,6 +807,8 @@ async function main() {
       scrapeCost,
       /** Worker process and Postgres CPU per event of the fixed-rate new-user scenario, until drained. */
       historyWriter: writer,
+      /** CPU per request of issue 16's consolidated layout at the fixed rate (bench/baseline-server.ts). */
+      layoutFloor: layoutFloor(layoutAtRate),
       veterans: veteranSeed ? { ...veteranSeed, drain: veteranDrain, memory: veteranMemory } : null,
       memory: {
         usedMemoryBefore: memBefore,
@@ -821,6 +841,7 @@ async function main() {
         `history writer at ${opts.rate} req/s, from the scenario's start until the outbox drained ` +
           `(${(writer.drainMs / 1000).toFixed(1)} s after it): worker ${writer.workerUs} µs + postgres ${writer.postgresUs} µs per event`,
       );
+    console.log(renderLayoutFloor(layoutAtRate, baselineAtRate, eventsAtRate, opts.rate));
     console.log(`Redis time per event request at ${opts.rate} req/s, by command (INFO commandstats):`);
     console.log(renderRedisCommands(eventsAtRate));
     if (!('skipped' in veteransAtRate)) {

@@ -134,6 +134,37 @@ export function renderBudget(baseline: Measurement, events: Measurement): string
   );
 }
 
+/** CPU per request of issue 16's consolidated layout (bench/baseline-server.ts POST /baseline/layout). */
+export function layoutFloor(m: Measurement) {
+  return {
+    redisUs: m.cpuUsPerRequest.redis,
+    serverUs: m.cpuUsPerRequest.server,
+    machineUs: cpuOf(m, 'machine'),
+    failed: m.non2xx + m.errors,
+  };
+}
+
+/**
+ * Figure 1's bar beside the layout issue 16 set it from, measured in the same run at the same rate:
+ * what the issue's minimal commands cost this Redis now, next to the baseline's one script and the event.
+ */
+export function renderLayoutFloor(
+  layout: Measurement,
+  baseline: Measurement,
+  events: Measurement,
+  rate: number,
+): string {
+  const f = layoutFloor(layout);
+  const redis = (m: Measurement) => m.cpuUsPerRequest.redis ?? '?';
+  const ratio = div(events.cpuUsPerRequest.redis, f.redisUs);
+  return (
+    `issue 16's consolidated layout at ${rate} req/s (POST /baseline/layout): Redis ${f.redisUs ?? '?'} µs per request ` +
+    `(figure 1's bar ${TARGETS.maxRedisUs}; the baseline's script ${redis(baseline)}, the event ${redis(events)}` +
+    `${ratio === null ? '' : `, ${x2(ratio)} the layout's`}), its server ${f.serverUs ?? '?'} µs, machine ${f.machineUs ?? '?'} µs` +
+    (f.failed ? `; ${f.failed} requests failed` : '')
+  );
+}
+
 /** A scenario that did not run, and why. */
 export interface Skipped {
   skipped: string;

@@ -6,7 +6,9 @@ import { cpuSeconds, PostgresCpu, postgresCpuSeconds, totalCpuSeconds } from '..
 import {
   type FigureInputs,
   issueFigures,
+  layoutFloor,
   renderBudget,
+  renderLayoutFloor,
   renderFigures,
   renderTable,
 } from '../../bench/lib/report';
@@ -63,6 +65,34 @@ describe('bench CPU budget line', () => {
     expect(line).toContain(
       'laurel 500, redis ?, postgres ?, load generator ?, rest (kernel, other processes) 500',
     );
+  });
+});
+
+describe("bench line for issue 16's consolidated layout", () => {
+  it("sets figure 1's bar beside what the layout, the baseline's script and the event cost Redis", () => {
+    const at = (redis: number, server: number | null, more: Partial<Measurement> = {}) =>
+      measurement(1500, { machine: 0.9 }, { cpuUsPerRequest: { server, redis }, ...more });
+    const layout = at(120, 150);
+    expect(layoutFloor(layout)).toEqual({ redisUs: 120, serverUs: 150, machineUs: 600, failed: 0 });
+    expect(renderLayoutFloor(layout, at(60, 100), at(330, 350), 1500)).toBe(
+      "issue 16's consolidated layout at 1500 req/s (POST /baseline/layout): Redis 120 µs per request " +
+        "(figure 1's bar 90; the baseline's script 60, the event 330, 2.75× the layout's), its server 150 µs, machine 600 µs",
+    );
+  });
+
+  it('says when the layout had failed requests, and ? for a probe it could not read', () => {
+    const layout = measurement(
+      1500,
+      { machine: null },
+      {
+        cpuUsPerRequest: { server: null, redis: null },
+        non2xx: 3,
+        errors: 1,
+      },
+    );
+    const line = renderLayoutFloor(layout, layout, layout, 1500);
+    expect(line).toContain('Redis ? µs per request');
+    expect(line).toContain('the event ?), its server ? µs, machine ? µs; 4 requests failed');
   });
 });
 
