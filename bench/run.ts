@@ -775,6 +775,7 @@ async function main() {
       reads,
       clusterAtRate,
       batches: { m: batches, size: BATCH_SIZE },
+      layoutAtRate,
     });
     const redisVersion = /^redis_version:(.+)$/m.exec(await redis.info('server'))?.[1]?.trim();
     const report = {

@@ -198,6 +198,11 @@ export interface FigureInputs {
   bytesPerVeteran: number | Skipped;
   /** Closed loop. */
   reads: Array<{ label: string; m: Measurement }> | Skipped;
+  /**
+   * Issue 16's consolidated layout at the fixed rate (bench/baseline-server.ts): figures 1, 2 and 4
+   * also say how many times its cost the event's is.
+   */
+  layoutAtRate?: Measurement;
   /** New users at the fixed rate on a 3-master Redis Cluster. */
   clusterAtRate: Measurement | Skipped;
   /** Closed loop, POST /admin/v1/metrics/events with `size` events per request (issue 17). */
@@ -269,13 +274,23 @@ export function issueFigures(i: FigureInputs): Figure[] {
   const api = i.apiProcesses > 1 ? `${i.apiProcesses} API processes` : 'single API process';
   const ev = i.eventsAtRate;
   const out: Figure[] = [];
+  const lay = i.layoutAtRate;
+  /** "N× the issue's layout's M µs" when the layout was measured without failures, else ''. */
+  const vsLayout = (v: number, key: string) => {
+    const floor = lay && !lay.non2xx && !lay.errors ? cpuOf(lay, key) : null;
+    return floor ? `${x2(v / floor)} the issue's layout's ${us(floor)}` : '';
+  };
+  const withLayout = (v: number, key: string) => {
+    const text = vsLayout(v, key);
+    return text ? `${us(v)} (${text})` : us(v);
+  };
 
   out.push(
     row(
       '1',
       `Redis CPU per event, new users (${atRate})`,
       cpuOf(ev, 'redis'),
-      us,
+      (v) => withLayout(v, 'redis'),
       `≤ ${T.maxRedisUs} µs`,
       (v) => v <= T.maxRedisUs,
       [ev],
@@ -284,7 +299,7 @@ export function issueFigures(i: FigureInputs): Figure[] {
       '2',
       `API process CPU per event (${api}, ${atRate})`,
       cpuOf(ev, 'laurel-api'),
-      us,
+      (v) => withLayout(v, 'baseline'),
       `≤ ${T.maxApiUs} µs`,
       (v) => v <= T.maxApiUs,
       [ev],
@@ -306,7 +321,11 @@ export function issueFigures(i: FigureInputs): Figure[] {
       '4',
       `Machine CPU per event (${atRate})`,
       cpuOf(ev, 'machine'),
-      (v) => `${us(v)}${named === null ? '' : ` (bench processes ${us(named)})`}`,
+      (v) => {
+        const parts = [named === null ? '' : `bench processes ${us(named)}`, vsLayout(v, 'machine')];
+        const text = parts.filter(Boolean).join('; ');
+        return text ? `${us(v)} (${text})` : us(v);
+      },
       `≤ ${T.maxMachineUs} µs`,
       (v) => v <= T.maxMachineUs,
       [ev],

@@ -134,6 +134,27 @@ describe('bench issue-16 figures', () => {
     ...more,
   });
 
+  it("says how many times the issue's consolidated layout figures 1, 2 and 4 cost, unless it failed", () => {
+    // The layout at 1,500 req/s: redis 40 µs, its server 60, machine 200.
+    const layoutAtRate = measurement(1500, { redis: 0.06, baseline: 0.09, machine: 0.3 }, { rate: 1500 });
+    const figures = issueFigures(inputs({ layoutAtRate }));
+    expect(figures.slice(0, 4).map((f) => f.measured)).toEqual([
+      "80 µs (2.00× the issue's layout's 40 µs)",
+      "120 µs (2.00× the issue's layout's 60 µs)",
+      '95 µs',
+      "400 µs (bench processes 320 µs; 2.00× the issue's layout's 200 µs)",
+    ]);
+    // The bars do not move with it.
+    expect(figures.slice(0, 4).map((f) => f.met)).toEqual([true, true, true, false]);
+    const failed = issueFigures(inputs({ layoutAtRate: { ...layoutAtRate, non2xx: 1 } }));
+    expect(failed.slice(0, 4).map((f) => f.measured)).toEqual([
+      '80 µs',
+      '120 µs',
+      '95 µs',
+      '400 µs (bench processes 320 µs)',
+    ]);
+  });
+
   it('computes every figure of the issue and checks it against its bar', () => {
     const figures = issueFigures(inputs());
     expect(
