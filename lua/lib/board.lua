@@ -25,10 +25,12 @@ local function boardLapsed(isStreak, meta, now)
   return e > 0 and e <= now
 end
 
--- The edges read by earlier moves of the same script call, by ranking key and cap (B.ek): a multi-op
--- call (lua/applyUserOp.lua "__multi") moves many users on the same rankings, and a move that leaves a
--- ranking unchanged leaves its edge valid for the next. Only valid within one call: boardEdgesReset()
--- at the start of each (a Redis Function's tables outlive the call).
+-- The edges read by earlier moves of the same script call, by ranking key: { max = the cap it was read
+-- for, edge = the entries }. A multi-op call (lua/applyUserOp.lua "__multi") moves many users on the
+-- same rankings, and a move that leaves a ranking's entries from the cap on unchanged leaves its edge
+-- valid for the next; any other write to the ranking forgets it, whatever cap it was read for. Only
+-- valid within one call: boardEdgesReset() at the start of each (a Redis Function's tables outlive
+-- the call).
 local BOARD_EDGES = {}
 
 local function boardEdgesReset()
@@ -43,7 +45,7 @@ end
 local function boardEdge(B)
   if B.edge == nil then
     B.edge = redis.call('ZRANGE', B.ranking, fmt(B.max - 1), fmt(B.max), 'WITHSCORES')
-    BOARD_EDGES[B.ek] = B.edge
+    BOARD_EDGES[B.ranking] = { max = B.max, edge = B.edge }
   end
   return B.edge
 end
@@ -68,7 +70,7 @@ local function boardZrem(B, member)
   if B.x then redis.call('ZREM', B.x, member) end
   B.changed = true
   B.edge = nil
-  BOARD_EDGES[B.ek] = nil
+  BOARD_EDGES[B.ranking] = nil
 end
 
 local function boardZadd(B, score, member)
@@ -76,7 +78,7 @@ local function boardZadd(B, score, member)
   if B.x then redis.call('ZADD', B.x, B.xs, member) end
   B.changed = true
   B.edge = nil
-  BOARD_EDGES[B.ek] = nil
+  BOARD_EDGES[B.ranking] = nil
 end
 
 local function boardRank(B, member)
@@ -123,7 +125,7 @@ local function boardDropLapsed(B, K_MEMBERS, now)
     redis.call('ZREM', B.x, unpack(lapsed))
     B.changed = true
     B.edge = nil
-    BOARD_EDGES[B.ek] = nil
+    BOARD_EDGES[B.ranking] = nil
     if gone == #lapsed then return end
   end
   redis.call('DEL', B.x)
@@ -153,10 +155,9 @@ local function updateBoard(K, A)
   local expires = A[7]
   local isStreak = A[8] == '1'
   local quiet = A[9] == '1'
-  -- The cap as text through fmt's cache when the user script passes it as a number (a number in a
-  -- concatenation is printed with '%.14g').
-  local ek = K[2] .. '#' .. (type(A[6]) == 'number' and fmt(A[6]) or A[6])
-  local B = { ranking = K[2], max = tonumber(A[6]), changed = false, edge = BOARD_EDGES[ek], ek = ek }
+  local max = tonumber(A[6])
+  local known = BOARD_EDGES[K[2]]
+  local B = { ranking = K[2], max = max, changed = false, edge = known and known.max == max and known.edge or nil }
   if isStreak then
     if not K[5] then error('a streak board move needs its ranking\'s expiry index (KEYS)') end
     local e = tonumber(expires) or 0
@@ -196,6 +197,8 @@ local function updateBoard(K, A)
   local member = boardMember(changedAt, userId)
   local evicted = nil
   local rank = nil
+  -- The edge as known before this move's writes (read by an earlier move of the call, or not at all).
+  local edgeBefore = B.edge
 
   if prevRank and member ~= prevMember then boardZrem(B, prevMember) end
   if value > 0 then
@@ -214,6 +217,13 @@ local function updateBoard(K, A)
       end
     end
     if added then rank = boardRank(B, member) end
+  end
+  -- A ranked user moved within the ranking, above its edge both before and after: the ranking kept its
+  -- size and every entry from position max on, so the edge read before the move still holds for the
+  -- reply's threshold and the call's next moves (a veteran's move then reads no edge of its own).
+  if edgeBefore and prevRank and rank and prevRank < B.max and rank < B.max then
+    B.edge = edgeBefore
+    BOARD_EDGES[B.ranking] = { max = B.max, edge = edgeBefore }
   end
 
   redis.call('HSET', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|'

@@ -324,6 +324,89 @@ end`,
     expect(top.filter((_, i) => i % 2 === 0).map((m) => m.slice(16))).toEqual(['a', 'd']);
   });
 
+  /** Moves as updateBoard calls in one script call's source (each user's seq rising from 1). */
+  const callOf = (moves: Array<{ user: string; value: number; max: number }>) => {
+    const seqs = new Map<string, number>();
+    return moves.map(({ user, value, max }) => {
+      const seq = (seqs.get(user) ?? 0) + 1;
+      seqs.set(user, seq);
+      return `updateBoard(KEYS, { '${user}', '${value}', '${seq}', '${1000 + seq}', 'g', '${max}', '0', '0', '0' })`;
+    });
+  };
+  const boardKeys = () => [keys.members, keys.ranking, keys.version, keys.changes];
+  const boardState = async () => ({
+    ranking: await h.redis.zrange(keys.ranking, 0, -1, 'WITHSCORES'),
+    members: await h.redis.hgetall(keys.members),
+    changes: (await h.redis.xrange(keys.changes, '-', '+')).map(([, f]) => f),
+  });
+
+  it('answers and writes the same whether the moves share one script call or each has its own', async () => {
+    const move = fc.record({
+      user: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g'),
+      value: fc.integer({ min: 0, max: 6 }),
+      // Mostly the same cap; now and then a lower one (a cap lowered while the ranking was full).
+      max: fc.oneof({ weight: 5, arbitrary: fc.constant(4) }, { weight: 1, arbitrary: fc.constant(2) }),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(move, { minLength: 1, maxLength: 30 }), async (moves) => {
+        const calls = callOf(moves);
+        newBoard();
+        const alone: Reply[] = [];
+        for (const c of calls) alone.push(await h.run<Reply>(['board'], `return ${c}`, null, boardKeys()));
+        const aloneState = await boardState();
+        newBoard();
+        const shared = await h.run<Reply[]>(['board'], `return { ${calls.join(', ')} }`, null, boardKeys());
+        expect(shared).toEqual(alone);
+        expect(await boardState()).toEqual(aloneState);
+        await h.cleanup();
+      }),
+      { numRuns: 60 },
+    );
+  }, 60_000);
+
+  it("reads a full ranking's edge once for a call's moves of ranked users above it", async () => {
+    newBoard();
+    for (const [u, v] of [
+      ['a', 10],
+      ['b', 9],
+      ['c', 8],
+      ['d', 7],
+    ] as const)
+      await update(u, v, { max: 3 });
+    const counted = luaLib('board').replace(/redis\.call\(/g, 'COUNTED(');
+    const moves = [
+      ['a', '11'],
+      ['b', '12'],
+      ['a', '13'],
+      ['b', '14'],
+    ].map(
+      ([u, v], i) => `updateBoard(KEYS, { '${u}', '${v}', '${2 + i}', '2000', 'g', '3', '0', '0', '0' })`,
+    );
+    const r = await h.run<{ calls: string[]; replies: Reply[] }>(
+      [
+        {
+          source: `local CALLS = {}
+local function COUNTED(cmd, ...)
+  CALLS[#CALLS + 1] = cmd
+  return redis.call(cmd, ...)
+end`,
+        },
+        { source: counted },
+      ],
+      `local replies = { ${moves.join(', ')} } return { calls = CALLS, replies = replies }`,
+      null,
+      boardKeys(),
+    );
+    expect(r.replies.map((m) => [m.prevRank, m.rank, m.threshold])).toEqual([
+      [1, 1, '8'],
+      [2, 1, '8'],
+      [2, 1, '8'],
+      [2, 1, '8'],
+    ]);
+    // The edge (c at the cap, d beyond it) is read by the first move only.
+    expect(r.calls.filter((c) => c === 'ZRANGE')).toHaveLength(1);
+  });
+
   it('moves the ranking version with every write to a ranking, seeded from the server clock', async () => {
     newBoard();
     await update('alice', 5, { seq: 2 });
