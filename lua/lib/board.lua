@@ -33,8 +33,16 @@ end
 -- the call).
 local BOARD_EDGES = {}
 
+-- The ranking versions this script call has moved already (boardBumpVersion): no reader runs between
+-- the moves of one call, so one bump per board and call tells every reader after it that the rankings
+-- changed, as one per move did.
+local BOARD_BUMPED = {}
+
+-- At the start of every call that moves boards (each entry of lua/applyUserOp.lua and
+-- lua/commitUserOp.lua; an EVAL script such as lua/updateBoard.lua starts with fresh tables anyway).
 local function boardEdgesReset()
   BOARD_EDGES = {}
+  BOARD_BUMPED = {}
 end
 
 -- One move's ranking state (B): its key, cap, and the entries at positions max and max + 1 (1-based),
@@ -87,8 +95,11 @@ local function boardRank(B, member)
   return nil
 end
 
--- Every write to a ranking goes through here, so the version moves with each change.
+-- Every write to a ranking goes through here, so the version moves with each call that changes it, at
+-- the call's first change (the later moves' writes come after it, even in a call that fails midway).
 local function boardBumpVersion(key)
+  if BOARD_BUMPED[key] then return end
+  BOARD_BUMPED[key] = true
   if redis.call('INCR', key) == 1 then
     local t = redis.call('TIME')
     redis.call('SET', key, fmt(tonumber(t[1]) * 1000000 + tonumber(t[2])))

@@ -405,6 +405,24 @@ end`,
     ]);
     // The edge (c at the cap, d beyond it) is read by the first move only.
     expect(r.calls.filter((c) => c === 'ZRANGE')).toHaveLength(1);
+    // The ranking version moves once for the call's four changes.
+    expect(r.calls.filter((c) => c === 'INCR')).toHaveLength(1);
+  });
+
+  it('moves the version once per call that changes a ranking, and again for the next call', async () => {
+    newBoard();
+    await update('a', 5);
+    const v1 = Number(await h.redis.get(keys.version));
+    const moves = ['a', 'b', 'c'].map(
+      (u, i) => `updateBoard(KEYS, { '${u}', '${6 + i}', '2', '2000', 'g', '10', '0', '0', '0' })`,
+    );
+    await h.run(['board'], `return { ${moves.join(', ')} }`, null, boardKeys());
+    expect(Number(await h.redis.get(keys.version))).toBe(v1 + 1);
+    // A call whose moves change nothing (stale seqs) leaves it.
+    await h.run(['board'], `return { ${moves.join(', ')} }`, null, boardKeys());
+    expect(Number(await h.redis.get(keys.version))).toBe(v1 + 1);
+    await update('d', 1, { seq: 3 });
+    expect(Number(await h.redis.get(keys.version))).toBe(v1 + 2);
   });
 
   it('moves the ranking version with every write to a ranking, seeded from the server clock', async () => {
