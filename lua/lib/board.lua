@@ -231,7 +231,8 @@ local function updateBoard(K, A)
   end
   -- A ranked user moved within the ranking, above its edge both before and after: the ranking kept its
   -- size and every entry from position max on, so the edge read before the move still holds for the
-  -- reply's threshold and the call's next moves (a veteran's move then reads no edge of its own).
+  -- reply's threshold and the call's next moves (so of a call's veterans' moves, only the first that
+  -- needs the edge reads it).
   if edgeBefore and prevRank and rank and prevRank < B.max and rank < B.max then
     B.edge = edgeBefore
     BOARD_EDGES[B.ranking] = { max = B.max, edge = edgeBefore }
