@@ -584,7 +584,7 @@ end
 local function run(KEYS, ARGV)
   -- The standard library bound at the first call (lib/function.lua), and NO_FIELDS guarded then.
   if bindGlobals() then guardNoFields() end
-  boardEdgesReset()
+  boardCallReset()
   local mode = ARGV[1]
   if mode ~= '__multi' and mode ~= '__multi_full' and mode ~= '__multi_node' then return applyOne(KEYS, ARGV) end
   -- "__multi_full": single events gathered by their process (src/services/user-op.ts), each answered

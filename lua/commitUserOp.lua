@@ -150,7 +150,7 @@ end
 
 local function run(KEYS, ARGV)
   bindGlobals()
-  boardEdgesReset()
+  boardCallReset()
   local mode = ARGV[1]
   if mode == 'commitMany' then return commitMany(KEYS, ARGV) end
   if mode == 'readMany' then return readMany(KEYS, ARGV) end

@@ -29,7 +29,7 @@ end
 -- for, edge = the entries }. A multi-op call (lua/applyUserOp.lua "__multi") moves many users on the
 -- same rankings, and a move that leaves a ranking's entries from the cap on unchanged leaves its edge
 -- valid for the next; any other write to the ranking forgets it, whatever cap it was read for. Only
--- valid within one call: boardEdgesReset() at the start of each (a Redis Function's tables outlive
+-- valid within one call: boardCallReset() at the start of each (a Redis Function's tables outlive
 -- the call).
 local BOARD_EDGES = {}
 
@@ -38,9 +38,10 @@ local BOARD_EDGES = {}
 -- changed, as one per move did.
 local BOARD_BUMPED = {}
 
--- At the start of every call that moves boards (each entry of lua/applyUserOp.lua and
--- lua/commitUserOp.lua; an EVAL script such as lua/updateBoard.lua starts with fresh tables anyway).
-local function boardEdgesReset()
+-- Forgets the call's edges and version bumps: at the start of every call that moves boards (each entry
+-- of lua/applyUserOp.lua and lua/commitUserOp.lua; an EVAL script such as lua/updateBoard.lua starts
+-- with fresh tables anyway).
+local function boardCallReset()
   BOARD_EDGES = {}
   BOARD_BUMPED = {}
 end
