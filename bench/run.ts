@@ -18,10 +18,12 @@ import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { startRedisCluster } from '../test/helpers/redis-cluster';
 import { generateApiKey } from '../src/api-keys';
-import { ManualClock } from '../src/clock';
+import { createApp } from '../src/app';
+import { type Clock, ManualClock, systemClock } from '../src/clock';
 import { loadConfig } from '../src/config';
 import { closeDeps, createDeps, type Deps } from '../src/deps';
 import { createLogger } from '../src/logger';
+import { verifyState } from '../src/rebuild/verify';
 import { runUserOp } from '../src/services/user-op';
 import { http, parseBody } from './lib/http';
 import { type LoadSettings, type Measurement, measure, type Probes, round, type Scenario } from './lib/load';
@@ -51,7 +53,9 @@ import {
   renderFigures,
   renderRedisCommands,
   renderTable,
+  renderVerify,
   type Skipped,
+  type Verified,
 } from './lib/report';
 import {
   censusKeys,
@@ -67,7 +71,7 @@ import {
   waitForOutboxDrain,
 } from './lib/redis-stats';
 import { startScraper } from './lib/scraper';
-import { seedConfiguration, userId, ZONES } from './lib/seed';
+import { activateTriggerAsOf, seedConfiguration, userId, ZONES } from './lib/seed';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -381,9 +385,53 @@ async function main() {
     const baselineOrigin = `http://127.0.0.1:${baselinePort}`;
     await waitReady(baselineServer, `${baselineOrigin}/healthz`);
 
+    // The product's own deps on the run's data (its Redis prefix and database), in this process.
+    const ownDeps = async (clock: Clock) => {
+      const deps = await createDeps(
+        loadConfig({
+          REDIS_URL: opts.redisUrl,
+          REDIS_CLUSTER_NODES: clusterNodesEnv,
+          DATABASE_URL: dbUrlOf(dbName),
+          REDIS_KEY_PREFIX: prefix,
+          ADMIN_API_KEY: adminKey,
+          LOG_LEVEL: 'warn',
+          // The key layout of the Laurel processes (they run with this environment).
+          ...(process.env.USER_SHARDS ? { USER_SHARDS: process.env.USER_SHARDS } : {}),
+        }),
+        { clock, logger: createLogger('warn') },
+      );
+      let open = true;
+      const close = async () => {
+        if (open) {
+          open = false;
+          await closeDeps(deps);
+        }
+      };
+      closers.push(close);
+      await deps.catalog.reload();
+      return { deps, close };
+    };
     const origin = laurel.origins[0]!;
     await waitForAdminKey(origin, adminKey, publishConfig);
     const seeded = await seedConfiguration(origin, adminKey);
+    if (opts.veterans > 0) {
+      // The veterans' year of events carries a controlled clock (below), and a metric trigger counts
+      // events from its activation (semantics §5.3): the trigger is activated again as of before their
+      // first day, through the admin API's own code in this process with its clock set back.
+      const before = await ownDeps(new ManualClock(Date.now() - (VETERAN_DAYS + 7) * DAY_MS));
+      const app = createApp(before.deps);
+      await activateTriggerAsOf(origin, adminKey, seeded, async (method, url, headers = {}, body) => {
+        const res = await app.request(url, {
+          method,
+          headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+          body,
+        });
+        return { status: res.status, text: await res.text() };
+      });
+      await before.close();
+      // The change reaches the Laurel processes on the configuration channel; let them reload.
+      await new Promise((r) => setTimeout(r, 500));
+    }
     for (const n of seeded.notes) console.error(`note: ${n}`);
     const appHeaders = { 'x-api-key': seeded.appKey };
     const eventPath = `/v1/metrics/${seeded.metricKey}/event`;
@@ -579,27 +627,7 @@ async function main() {
     let veteranDrain: { ms: number; left: number } | null = null;
     if (opts.veterans > 0) {
       const clock = new ManualClock(Date.now());
-      const deps = await createDeps(
-        loadConfig({
-          REDIS_URL: opts.redisUrl,
-          REDIS_CLUSTER_NODES: clusterNodesEnv,
-          DATABASE_URL: dbUrlOf(dbName),
-          REDIS_KEY_PREFIX: prefix,
-          LOG_LEVEL: 'warn',
-          // The key layout of the Laurel processes (they run with this environment).
-          ...(process.env.USER_SHARDS ? { USER_SHARDS: process.env.USER_SHARDS } : {}),
-        }),
-        { clock, logger: createLogger('warn') },
-      );
-      let open = true;
-      const close = async () => {
-        if (open) {
-          open = false;
-          await closeDeps(deps);
-        }
-      };
-      closers.push(close);
-      await deps.catalog.reload();
+      const { deps, close } = await ownDeps(clock);
       console.error(
         `seeding ${opts.veterans} veterans × ${VETERAN_DAYS} days (${opts.veterans * VETERAN_DAYS} events, worker paused)…`,
       );
@@ -695,6 +723,28 @@ async function main() {
     );
     results.push(eventsPaced);
     await drainOutbox(`the evenly paced event scenario at ${opts.rate} req/s`);
+
+    // --verify: the live state against the history this run wrote (issue 16: verify-state finds no
+    // difference after a bench run), over every user, once the history has caught up.
+    let verified: Verified | null = null;
+    if (opts.verify) {
+      console.error('verify-state over every user the run wrote…');
+      const { deps, close } = await ownDeps(systemClock);
+      const t0 = performance.now();
+      const v = await verifyState(deps);
+      await close();
+      verified = {
+        checkedUsers: v.checkedUsers,
+        differences: v.differences.length,
+        first: v.differences.slice(0, 10),
+        seconds: round((performance.now() - t0) / 1000, 1),
+      };
+      console.error(renderVerify(verified));
+      if (verified.differences > 0) {
+        notes.push(renderVerify(verified));
+        process.exitCode = 1;
+      }
+    }
 
     // 5. A second Laurel on a throwaway 3-master Redis Cluster, seeded the same way, at the fixed rate.
     let clusterAtRate: Measurement | Skipped;
@@ -810,6 +860,8 @@ async function main() {
       historyWriter: writer,
       /** CPU per request of issue 16's consolidated layout at the fixed rate (bench/baseline-server.ts). */
       layoutFloor: layoutFloor(layoutAtRate),
+      /** --verify: verify-state over every user after the single-Redis scenarios (null when not asked). */
+      verify: verified,
       veterans: veteranSeed ? { ...veteranSeed, drain: veteranDrain, memory: veteranMemory } : null,
       memory: {
         usedMemoryBefore: memBefore,
@@ -865,6 +917,7 @@ async function main() {
           `in ${veteranMemory.transientKeysPerUser} keys expiring within ${TRANSIENT_TTL_MS / 1000} s (left out); ` +
           `${veteranMemory.longestAtFieldsPerUser} field(s) each in the longest streaks' "first reached at" index`,
       );
+    if (verified) console.log(renderVerify(verified));
     for (const m of results) {
       if (m.non2xx || m.errors)
         console.log(`warning: ${m.name}: status codes ${JSON.stringify(m.statusCodes)}, ${m.errors} errors`);

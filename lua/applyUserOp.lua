@@ -266,7 +266,10 @@ local function applyOne(KEYS, ARGV, quiet)
       local sys = plan.systems[_k]
       for _k = 1, #sys.mt do
         local t = sys.mt[_k]
-        if matches(t.ef, eattrs) then
+        -- Counted from the trigger's activation (semantics §5.3): an op whose clock reads earlier (a
+        -- process whose clock is behind the one that activated it) leaves the trigger's total alone,
+        -- as rebuild's replay of the events does.
+        if now >= t.ep and matches(t.ef, eattrs) then
           local tf = triggerFields(t)
           counters[tf] = bounded(counter(tf) + v)
         end
@@ -379,7 +382,7 @@ local function applyOne(KEYS, ARGV, quiet)
     op = op, created = created, attrs = attrs, eattrs = eattrs, boosts = ctx.boosts,
     counters = counters, counter = counter, stored = stored, grant = input.grant,
     streakLen = increased and st.length or nil, completions = completions, nextId = nextId,
-    date = input.at or now,
+    date = input.at or now, now = now,
   }
   for i = 1, #plan.systems do
     local sys = plan.systems[i]

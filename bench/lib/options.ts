@@ -37,6 +37,11 @@ export interface BenchOptions {
    * a second and without it, and reports the difference (the cost of being scraped).
    */
   scrape: boolean;
+  /**
+   * After the single-Redis scenarios (their history drained), runs verify-state over every user the
+   * run wrote (src/rebuild/verify.ts): the live state against the history in Postgres.
+   */
+  verify: boolean;
 }
 
 const MODES: BenchMode[] = ['single', 'cluster', 'two-api'];
@@ -88,5 +93,6 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
     profile: argv.includes('--profile') || ['1', 'true'].includes(env.BENCH_PROFILE ?? ''),
     scrape: argv.includes('--scrape') || ['1', 'true'].includes(env.BENCH_SCRAPE ?? ''),
+    verify: argv.includes('--verify') || ['1', 'true'].includes(env.BENCH_VERIFY ?? ''),
   };
 }

@@ -1,3 +1,4 @@
+import type { Difference } from '../../src/rebuild/verify';
 import type { Measurement } from './load';
 
 /** The bar of issue 16 ("Event path at half the cost, and flat as users age"), one entry per figure. */
@@ -497,5 +498,25 @@ export function renderFigures(figures: Figure[]): string {
     ...body.map(text),
     `${met} of ${measured.length} measured figures met${figures.length > measured.length ? `, ${figures.length - measured.length} not measured` : ''}`,
     ...(skipped.length ? ['skipped:', ...skipped] : []),
+  ].join('\n');
+}
+
+/** `--verify`: verify-state over every user the run wrote (src/rebuild/verify.ts). */
+export interface Verified {
+  checkedUsers: number;
+  /** How many differences it found (each a user and what differs). */
+  differences: number;
+  /** The first ten, as verify-state reports them. */
+  first: Difference[];
+  seconds: number;
+}
+
+/** One line, and the first differences under it when there are any. */
+export function renderVerify(v: Verified): string {
+  const head = `verify-state: checked ${v.checkedUsers} users in ${v.seconds} s: `;
+  if (v.differences === 0) return `${head}no differences`;
+  return [
+    `${head}${v.differences} differences, the first ${v.first.length}:`,
+    ...v.first.map((d) => `  ${JSON.stringify(d)}`),
   ].join('\n');
 }

@@ -25,6 +25,8 @@ export interface SeededConfig {
   metricKey: string;
   metricId: string;
   pointsSystemId: string;
+  /** The points system's metric trigger (10 points a lesson). */
+  metricTriggerId: string;
   /** Keys of the leaderboards created; empty when the server has no leaderboards yet. */
   leaderboardKeys: string[];
   notes: string[];
@@ -32,8 +34,18 @@ export interface SeededConfig {
 
 type Json = any;
 
-async function call(origin: string, key: string, method: string, path: string, body?: unknown) {
-  const res = await http(
+/** Sends one admin request: over HTTP (http), or to an app in this process. */
+export type Requester = typeof http;
+
+async function call(
+  origin: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  request: Requester = http,
+) {
+  const res = await request(
     method,
     `${origin}/admin/v1${path}`,
     { 'x-api-key': key },
@@ -43,8 +55,14 @@ async function call(origin: string, key: string, method: string, path: string, b
 }
 
 /** Bulk-creates and returns the created items; any issue stops the bench (the numbers would mean nothing). */
-async function create(origin: string, key: string, path: string, items: unknown[]): Promise<Json[]> {
-  const res = await call(origin, key, 'POST', path, items);
+async function create(
+  origin: string,
+  key: string,
+  path: string,
+  items: unknown[],
+  request: Requester = http,
+): Promise<Json[]> {
+  const res = await call(origin, key, 'POST', path, items, request);
   if (res.status !== 201 || res.body?.issues?.length) {
     throw new Error(`seeding POST ${path} failed: ${res.status} ${JSON.stringify(res.body)}`);
   }
@@ -98,7 +116,7 @@ export async function seedConfiguration(
     throw new Error(`seeding streak settings failed: ${streak.status} ${JSON.stringify(streak.body)}`);
 
   const [xp] = await create(origin, adminKey, '/points', [{ name: 'XP', key: 'xp' }]);
-  await create(origin, adminKey, `/points/${xp.id}/triggers`, [
+  const [trigger] = await create(origin, adminKey, `/points/${xp.id}/triggers`, [
     { type: 'metric', points: 10, metricId: metric.id, metricThreshold: 1, status: 'active' },
   ]);
   await create(
@@ -161,7 +179,36 @@ export async function seedConfiguration(
     metricKey: metric.key,
     metricId: metric.id,
     pointsSystemId: xp.id,
+    metricTriggerId: trigger.id,
     leaderboardKeys,
     notes,
   };
+}
+
+/**
+ * Activates the seeded metric trigger again as of `at` (set inactive, then active, through `request`:
+ * the admin API of an app whose clock reads `at`). A metric trigger counts events from its activation
+ * (semantics §5.3), so events sent with a controlled clock before the seeding (the bench's veterans)
+ * count toward it only when it was activated before them.
+ */
+export async function activateTriggerAsOf(
+  origin: string,
+  adminKey: string,
+  seeded: Pick<SeededConfig, 'pointsSystemId' | 'metricTriggerId'>,
+  request: Requester,
+): Promise<void> {
+  for (const status of ['inactive', 'active']) {
+    const res = await call(
+      origin,
+      adminKey,
+      'PATCH',
+      `/points/${seeded.pointsSystemId}/triggers`,
+      [{ id: seeded.metricTriggerId, status }],
+      request,
+    );
+    if (res.status !== 200 || res.body?.issues?.length)
+      throw new Error(
+        `setting the metric trigger ${status} failed: ${res.status} ${JSON.stringify(res.body)}`,
+      );
+  }
 }

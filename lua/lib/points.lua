@@ -93,7 +93,8 @@ local function awardPoints(sys, total, ctx)
   if ctx.op == 'event' then
     for _k = 1, #sys.mt do
       local t = sys.mt[_k]
-      if matches(t.ef, ctx.eattrs) then
+      -- Only triggers whose total this op moved (active since before the op: lua/applyUserOp.lua).
+      if ctx.now >= t.ep and matches(t.ef, ctx.eattrs) then
         local tf, hf = triggerFields(t)
         local h = ctx.stored(hf)
         local k, mark = triggerCrossings(t.thr, ctx.counters[tf], h)

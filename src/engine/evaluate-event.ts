@@ -272,6 +272,8 @@ interface AwardContext {
   completions: Array<{ id: string }>;
   nextId: () => string;
   date: number;
+  /** The op's instant (ms): a metric trigger counts from its activation (its ep). */
+  now: number;
 }
 
 function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RecentAward[], number, boolean] {
@@ -315,7 +317,8 @@ function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [Recent
   };
   if (ctx.created) for (const t of sys.uc) award(t, t.p);
   for (const t of sys.mt) {
-    if (!matches(t.ef, ctx.eattrs)) continue;
+    // Only triggers whose total this op moved (active since before the op, below).
+    if (ctx.now < t.ep || !matches(t.ef, ctx.eattrs)) continue;
     const [tf, hf] = triggerFields(t);
     const h = ctx.stored(hf);
     const t1 = ctx.counters.get(tf)!;
@@ -411,7 +414,8 @@ export function evaluateEvent(
   }
   for (const sys of plan.systems) {
     for (const t of sys.mt) {
-      if (matches(t.ef, eattrs)) {
+      // Counted from the trigger's activation (semantics §5.3; lua/applyUserOp.lua).
+      if (now >= t.ep && matches(t.ef, eattrs)) {
         const [tf] = triggerFields(t);
         counters.set(tf, bounded(counter(tf) + v));
       }
@@ -618,6 +622,7 @@ export function evaluateEvent(
     completions,
     nextId,
     date: input.at ?? now,
+    now,
   };
   plan.systems.forEach((sys, i) => {
     const before = num(U.points[sys.id], 0);

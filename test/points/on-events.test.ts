@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyState } from '../../src/rebuild/verify';
 import { adminCreate, createTestServer, type TestServer } from '../helpers/server';
 
 // Points awarded by POST /v1/metrics/{key}/event (semantics §5.1–§5.7, §5.9; application-api §7.8).
@@ -192,6 +193,25 @@ describe('points on events', () => {
     expect(act.body.issues).toEqual([]);
     expect((await send('mt-act', u, 2)).body.points).toEqual({});
     expect((await send('mt-act', u, 1)).body.points['mt-act-xp'].total).toBe(10);
+  });
+
+  it('metric trigger ignores an event whose clock reads before its activation, and verify-state agrees', async () => {
+    const m = await metric('mt-skew');
+    const s = await system('mt-skew-xp');
+    const activated = t.clock.now();
+    await triggers(s.id, [{ type: 'metric', points: 10, metricId: m.id, metricThreshold: 3 }]);
+    const u = uid();
+    // An API process whose clock is a minute behind the one that activated the trigger: its event
+    // happened before the activation, so it does not count (semantics §5.3), as rebuild's replay of
+    // the events has it.
+    t.clock.set(activated - 60_000);
+    expect((await send('mt-skew', u, 5)).body.points).toEqual({});
+    t.clock.set(activated);
+    expect((await send('mt-skew', u, 2)).body.points).toEqual({});
+    expect((await send('mt-skew', u, 1)).body.points['mt-skew-xp'].total).toBe(10);
+    await t.settle();
+    const diffs = (await verifyState(t.deps)).differences;
+    expect(diffs.filter((d) => d.userId === u)).toEqual([]);
   });
 
   it('achievement trigger fires when the achievement is completed by the event', async () => {

@@ -25,7 +25,8 @@ async function send(user: Record<string, unknown> | string, value: number, at?: 
 }
 
 beforeAll(async () => {
-  t = await createTestServer({ now: NOW });
+  // Configured before the earliest event the tests send (09:00): a trigger counts from its activation.
+  t = await createTestServer({ now: '2025-03-10T08:00:00.000Z' });
   [plan] = await adminCreate(t, '/attributes', [{ key: 'plan', name: 'Plan', type: 'user' }]);
   [lessons] = await adminCreate(t, '/metrics', [{ key: 'lessons', name: 'Lessons' }]);
   [xp, coins] = await adminCreate(t, '/points', [

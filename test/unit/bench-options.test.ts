@@ -27,6 +27,13 @@ describe('bench options', () => {
     );
   });
 
+  it('runs verify-state after the scenarios only when asked (--verify or BENCH_VERIFY)', () => {
+    expect(parseOptions([], {}).verify).toBe(false);
+    expect(parseOptions(['--verify'], {}).verify).toBe(true);
+    expect(parseOptions([], { BENCH_VERIFY: '1' }).verify).toBe(true);
+    expect(parseOptions([], { BENCH_VERIFY: '0' }).verify).toBe(false);
+  });
+
   it('refuses services that are not on this machine', () => {
     expect(() => parseOptions([], { REDIS_URL: 'redis://10.0.0.5:6379' })).toThrow(
       /must point at this machine/,

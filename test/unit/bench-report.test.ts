@@ -9,6 +9,7 @@ import {
   layoutFloor,
   renderBudget,
   renderLayoutFloor,
+  renderVerify,
   renderFigures,
   renderTable,
 } from '../../bench/lib/report';
@@ -313,5 +314,18 @@ describe('cpuFigures', () => {
     );
     expect(cpu).toEqual({ api: 0.25, redis: 0.25, gone: null });
     expect(cpuUs).toEqual({ api: 164, redis: 169, gone: null });
+  });
+});
+
+describe('bench line for --verify', () => {
+  it('says how many users verify-state checked, and shows the first differences when there are any', () => {
+    expect(renderVerify({ checkedUsers: 31521, differences: 0, first: [], seconds: 12.5 })).toBe(
+      'verify-state: checked 31521 users in 12.5 s: no differences',
+    );
+    const d = { userId: 'u1', what: 'points total xp', redis: '15', postgres: '10' };
+    expect(renderVerify({ checkedUsers: 2, differences: 3, first: [d], seconds: 0.4 })).toBe(
+      'verify-state: checked 2 users in 0.4 s: 3 differences, the first 1:\n' +
+        '  {"userId":"u1","what":"points total xp","redis":"15","postgres":"10"}',
+    );
   });
 });
