@@ -186,10 +186,10 @@ export async function seedConfiguration(
 }
 
 /**
- * Activates the seeded metric trigger again as of `at` (set inactive, then active, through `request`:
- * the admin API of an app whose clock reads `at`). A metric trigger counts events from its activation
- * (semantics §5.3), so events sent with a controlled clock before the seeding (the bench's veterans)
- * count toward it only when it was activated before them.
+ * Activates the seeded metric trigger again (set inactive, then active) through `request`: given the
+ * admin API of an app whose clock reads an earlier time, the trigger is activated as of that time. A
+ * metric trigger counts events from its activation (semantics §5.3), so events sent with a controlled
+ * clock before the seeding (the bench's veterans) count toward it only when it was activated before them.
  */
 export async function activateTriggerAsOf(
   origin: string,
