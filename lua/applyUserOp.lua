@@ -382,7 +382,7 @@ local function applyOne(KEYS, ARGV, quiet)
     op = op, created = created, attrs = attrs, eattrs = eattrs, boosts = ctx.boosts,
     counters = counters, counter = counter, stored = stored, grant = input.grant,
     streakLen = increased and st.length or nil, completions = completions, nextId = nextId,
-    date = input.at or now, now = now,
+    date = input.at or now,
   }
   for i = 1, #plan.systems do
     local sys = plan.systems[i]

@@ -93,11 +93,13 @@ local function awardPoints(sys, total, ctx)
   if ctx.op == 'event' then
     for _k = 1, #sys.mt do
       local t = sys.mt[_k]
-      -- Only triggers whose total this op moved (active since before the op: lua/applyUserOp.lua).
-      if ctx.now >= t.ep and matches(t.ef, ctx.eattrs) then
-        local tf, hf = triggerFields(t)
+      local tf, hf = triggerFields(t)
+      local t1 = ctx.counters[tf]
+      -- Only triggers whose total this op moved (lua/applyUserOp.lua: the event matches their filters,
+      -- and they were active before the op).
+      if t1 then
         local h = ctx.stored(hf)
-        local k, mark = triggerCrossings(t.thr, ctx.counters[tf], h)
+        local k, mark = triggerCrossings(t.thr, t1, h)
         if mark ~= h then ctx.counters[hf] = mark end
         if k > 0 then award(t, k * t.p) end
       end

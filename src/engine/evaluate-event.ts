@@ -272,8 +272,6 @@ interface AwardContext {
   completions: Array<{ id: string }>;
   nextId: () => string;
   date: number;
-  /** The op's instant (ms): a metric trigger counts from its activation (its ep). */
-  now: number;
 }
 
 function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [RecentAward[], number, boolean] {
@@ -317,11 +315,12 @@ function awardPoints(sys: PlanSystem, start: number, ctx: AwardContext): [Recent
   };
   if (ctx.created) for (const t of sys.uc) award(t, t.p);
   for (const t of sys.mt) {
-    // Only triggers whose total this op moved (active since before the op, below).
-    if (ctx.now < t.ep || !matches(t.ef, ctx.eattrs)) continue;
     const [tf, hf] = triggerFields(t);
+    const t1 = ctx.counters.get(tf);
+    // Only triggers whose total this op moved (below: the event matches their filters, and they were
+    // active before the op).
+    if (t1 === undefined) continue;
     const h = ctx.stored(hf);
-    const t1 = ctx.counters.get(tf)!;
     const k = crossedMultiples({ total: h, high: h }, t1, t.thr);
     const mark = t1 > h ? t1 : h;
     if (mark !== h) ctx.counters.set(hf, mark);
@@ -622,7 +621,6 @@ export function evaluateEvent(
     completions,
     nextId,
     date: input.at ?? now,
-    now,
   };
   plan.systems.forEach((sys, i) => {
     const before = num(U.points[sys.id], 0);
