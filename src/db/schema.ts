@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import {
   bigint,
   boolean,
@@ -7,6 +8,7 @@ import {
   integer,
   jsonb,
   pgTable,
+  pgView,
   primaryKey,
   text,
   timestamp,
@@ -300,6 +302,14 @@ export const events = pgTable(
     created: created(),
     /** The user's op sequence number (orders a user's events exactly; rebuild replays in this order). */
     seq: bigint('seq', { mode: 'number' }),
+    /**
+     * The per-run leaderboard values this event produced (rebuild replays them), instead of a
+     * `leaderboard_updates` row per board: ';'-separated entries
+     * `<leaderboard id>|<run start>|<value>|<expires>|<ord>[|<group key>]` (no group field: the update
+     * was sent without one; group keys are URI-encoded, so they hold neither separator). Null when the
+     * event moved no board. Read through `leaderboard_updates_all` (migration 0009).
+     */
+    boards: text('boards'),
   },
   (t) => [primaryKey({ columns: [t.userId, t.metricId, t.localDate, t.id] })],
 );
@@ -398,6 +408,33 @@ export const leaderboardUpdates = pgTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.opId, t.leaderboardId] })],
 );
+
+/**
+ * Every op's per-run leaderboard values, as rebuild and verify read them: the rows of
+ * `leaderboard_updates` (ops other than events, and events written before migration 0009) and the
+ * entries of `events.boards`, one row per board, with the same columns. Its filters on `user_id` reach
+ * both tables' primary keys.
+ */
+export const leaderboardUpdatesAll = pgView('leaderboard_updates_all', {
+  opId: uuid('op_id').notNull(),
+  leaderboardId: uuid('leaderboard_id').notNull(),
+  runStart: date('run_start', { mode: 'string' }).notNull(),
+  userId: text('user_id').notNull(),
+  seq: bigint('seq', { mode: 'number' }).notNull(),
+  value: bigint('value', { mode: 'number' }).notNull(),
+  groupKey: text('group_key'),
+  expires: bigint('expires', { mode: 'number' }).notNull(),
+  ord: bigint('ord', { mode: 'number' }).notNull(),
+  created: ts('created').notNull(),
+}).as(sql`select op_id, leaderboard_id, run_start, user_id, seq, value, group_key, expires, ord, created
+  from leaderboard_updates
+  union all
+  select e.id, p[1]::uuid, p[2]::date, e.user_id, e.seq, p[3]::int8,
+    case when cardinality(p) >= 6 then p[6] end, p[4]::int8, p[5]::int8, e.created
+  from events e
+  cross join lateral unnest(string_to_array(e.boards, ';')) as b(entry)
+  cross join lateral string_to_array(b.entry, '|') as p
+  where e.boards is not null`);
 
 export const leaderboardRankChanges = pgTable(
   'leaderboard_rank_changes',

@@ -58,13 +58,65 @@ function groupFor(snap: Snapshot, boardId: string, run: string, r: OutboxEntry['
   return groupKey(values as string[]);
 }
 
+type BoardUpdate = Omit<typeof leaderboardUpdates.$inferInsert, 'created'> & { created: number };
+
+/** The per-run leaderboard values of a record, as rebuild replays them. */
+function boardUpdatesOf(snap: Snapshot, r: OutboxEntry['record']): BoardUpdate[] {
+  if (!r.boards.length) return [];
+  const ord = ordOf(r.ts, r.now);
+  return r.boards.map((b) => {
+    const board = snap.leaderboardsById.get(b.id);
+    return {
+      opId: r.id,
+      leaderboardId: b.id,
+      runStart: b.run,
+      userId: r.user,
+      seq: r.seq,
+      value: Number(b.value),
+      groupKey: groupFor(snap, b.id, b.run, r),
+      expires: board?.rankBy === 'streak' ? expiryOf(snap, r) : 0,
+      ord,
+      created: r.now,
+    };
+  });
+}
+
+const SEPARATOR = /[|;]/;
+
+/**
+ * The `events.boards` text of an event's record (schema.ts: the entries `leaderboard_updates_all`
+ * expands), null when it moved no board, or undefined when a value would hold a separator (none can:
+ * ids are UUIDs, runs dates, group keys URI-encoded), so that its updates are written as rows instead.
+ * One text value per event instead of a row per board: the history's Postgres writes fewer rows and
+ * index entries per event.
+ */
+export function eventBoards(snap: Snapshot, r: OutboxEntry['record']): string | null | undefined {
+  const updates = boardUpdatesOf(snap, r);
+  if (!updates.length) return null;
+  const entries: string[] = [];
+  for (const u of updates) {
+    const group = u.groupKey ?? null;
+    if (SEPARATOR.test(u.runStart) || SEPARATOR.test(u.leaderboardId) || (group && SEPARATOR.test(group)))
+      return undefined;
+    const head = `${u.leaderboardId}|${u.runStart}|${u.value}|${u.expires}|${u.ord}`;
+    entries.push(group === null ? head : `${head}|${group}`);
+  }
+  return entries.join(';');
+}
+
 /**
  * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts): each user's merged
  * streak/counters fields and op sequence, and every board update with its commit order. Written with
  * the history (src/workers/history-writer.ts), idempotently (a batch written twice changes nothing):
- * `insertOnly` is the tail of the board updates, which are only ever inserted (see writeBatch).
+ * `insertOnly` is the tail of the board updates, which are only ever inserted (see writeBatch). The
+ * board updates of the ops in `boardsInEvent` travel in their event rows instead (eventBoards).
  */
-export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: string): BulkPart[] {
+export function rebuildParts(
+  deps: Deps,
+  entries: OutboxEntry[],
+  insertOnly: string,
+  boardsInEvent: ReadonlySet<string> = new Set(),
+): BulkPart[] {
   const snap = deps.catalog.snapshot;
   const states = new Map<
     string,
@@ -75,7 +127,7 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
       indexes: Record<string, string>;
     }
   >();
-  const updates: Array<Omit<typeof leaderboardUpdates.$inferInsert, 'created'> & { created: number }> = [];
+  const updates: BoardUpdate[] = [];
   const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
   for (const { record: r } of ordered) {
     let s = states.get(r.user);
@@ -90,22 +142,7 @@ export function rebuildParts(deps: Deps, entries: OutboxEntry[], insertOnly: str
     if (st?.changed) {
       s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
     }
-    const ord = ordOf(r.ts, r.now);
-    for (const b of r.boards) {
-      const board = snap.leaderboardsById.get(b.id);
-      updates.push({
-        opId: r.id,
-        leaderboardId: b.id,
-        runStart: b.run,
-        userId: r.user,
-        seq: r.seq,
-        value: Number(b.value),
-        groupKey: groupFor(snap, b.id, b.run, r),
-        expires: board?.rankBy === 'streak' ? expiryOf(snap, r) : 0,
-        ord,
-        created: r.now,
-      });
-    }
+    if (!boardsInEvent.has(r.id)) updates.push(...boardUpdatesOf(snap, r));
   }
   const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
   const userStates = bulkPart(

@@ -12,7 +12,7 @@
  * | awards:<system> | the newest RECENT_AWARDS `points_awards` by (`seq`, `pos`), encoded by the same Lua function |
  * | streak | `user_states.streak` (fields as last written) |
  * | shist | the newest 100 `streak_periods` of the streak's epoch |
- * | boards | per board, "<run>|<value>" of the latest `leaderboard_updates` of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
+ * | boards | per board, "<run>|<value>" of the latest update (`leaderboard_updates_all`) of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
 import { compactProfile, type RecentAward } from '../redis/user-hash';
 import { and, asc, eq, inArray, isNotNull, sql } from 'drizzle-orm';
@@ -22,7 +22,7 @@ import {
   achievements,
   events,
   leaderboards,
-  leaderboardUpdates,
+  leaderboardUpdatesAll,
   pointsAwards,
   pointsSystems,
   pointsTriggers,
@@ -186,14 +186,14 @@ export async function loadUserStates(
       db.select().from(streakPeriods).where(inArray(streakPeriods.userId, userIds)),
       db
         .select({
-          userId: leaderboardUpdates.userId,
-          board: leaderboardUpdates.leaderboardId,
-          run: leaderboardUpdates.runStart,
-          value: leaderboardUpdates.value,
+          userId: leaderboardUpdatesAll.userId,
+          board: leaderboardUpdatesAll.leaderboardId,
+          run: leaderboardUpdatesAll.runStart,
+          value: leaderboardUpdatesAll.value,
         })
-        .from(leaderboardUpdates)
-        .where(inArray(leaderboardUpdates.userId, userIds))
-        .orderBy(asc(leaderboardUpdates.seq)),
+        .from(leaderboardUpdatesAll)
+        .where(inArray(leaderboardUpdatesAll.userId, userIds))
+        .orderBy(asc(leaderboardUpdatesAll.seq)),
     ]);
   const group = <T extends { userId: string }>(rows: T[]) => {
     const m = new Map<string, T[]>();
@@ -483,7 +483,7 @@ export interface BoardUpdateRow {
 
 /** One board's updates in commit order, each with the group the user entered the run in. */
 export async function boardUpdates(deps: Deps, boardId: string): Promise<BoardUpdateRow[]> {
-  const u = leaderboardUpdates;
+  const u = leaderboardUpdatesAll;
   const rows = await deps.db
     .select()
     .from(u)
@@ -508,7 +508,7 @@ export async function boardUpdates(deps: Deps, boardId: string): Promise<BoardUp
 /** Ids of the boards with recorded updates. */
 export async function boardsWithUpdates(deps: Deps): Promise<string[]> {
   const rows = await deps.db
-    .selectDistinct({ id: leaderboardUpdates.leaderboardId })
-    .from(leaderboardUpdates);
+    .selectDistinct({ id: leaderboardUpdatesAll.leaderboardId })
+    .from(leaderboardUpdatesAll);
   return rows.map((r) => r.id);
 }

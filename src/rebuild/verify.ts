@@ -16,7 +16,7 @@ import {
   loadUserStates,
   type UserState,
 } from './state';
-import { leaderboardUpdates } from '../db/schema';
+import { leaderboardUpdatesAll } from '../db/schema';
 import { and, asc, inArray, isNotNull } from 'drizzle-orm';
 import { crossSlotPipeline } from '../redis/batch';
 
@@ -239,7 +239,7 @@ async function verifyBoards(
   states: UserState[],
   diffs: Difference[],
 ): Promise<void> {
-  const u = leaderboardUpdates;
+  const u = leaderboardUpdatesAll;
   const rows = await deps.db
     .select()
     .from(u)

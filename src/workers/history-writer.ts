@@ -14,7 +14,7 @@ import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards
 import { resolveWires } from '../services/wire-snapshots';
 import { asArray } from '../services/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
-import { epochOf, rebuildParts } from '../rebuild/record';
+import { epochOf, eventBoards, rebuildParts } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { observeHistoryPass } from '../metrics/hooks';
 import { historyUnreadable } from '../metrics/registry';
@@ -121,9 +121,14 @@ export async function writeBatch(
   const awardRows: Array<Ms<typeof pointsAwards.$inferInsert, 'created'>> = [];
   const completionRows: Array<Ms<typeof achievementCompletions.$inferInsert, 'achievedAt'>> = [];
   const periodRows = new Map<string, Ms<typeof streakPeriods.$inferInsert, 'updated'>>();
+  // Ops whose board updates travel in their event row (eventBoards), not as leaderboard_updates rows.
+  const boardsInEvent = new Set<string>();
+  const snap = deps.catalog.snapshot;
   for (const { record: r } of entries) {
     if (r.profile?.id) profiles.set(r.user, userRow(r.profile)); // later records win
     if (r.op === 'event' && r.metric && r.value !== undefined) {
+      const boards = eventBoards(snap, r);
+      if (boards !== undefined) boardsInEvent.add(r.id);
       eventRows.push({
         id: r.id,
         userId: r.user,
@@ -135,6 +140,7 @@ export async function writeBatch(
         tz: r.tz,
         created: r.now,
         seq: r.seq,
+        boards: boards ?? null,
       });
     }
     for (const group of r.awards) {
@@ -164,7 +170,7 @@ export async function writeBatch(
         eventId: r.op === 'event' ? r.id : null,
       });
     }
-    const freq = r.freq ?? deps.catalog.snapshot.streak.frequency;
+    const freq = r.freq ?? snap.streak.frequency;
     for (const p of r.streak?.periods ?? []) {
       const b = boundsOf(freq, p.idx);
       periodRows.set(`${r.user}|${b.start}`, {
@@ -214,6 +220,7 @@ export async function writeBatch(
         { column: 'tz', type: 'text', value: (e) => e.tz },
         { column: 'created', type: 'epoch_ms', value: (e) => e.created },
         { column: 'seq', type: 'int8', value: (e) => e.seq },
+        { column: 'boards', type: 'text', value: (e) => e.boards },
       ],
       eventRows,
       insertOnly,
@@ -264,7 +271,7 @@ export async function writeBatch(
       [...periodRows.values()],
       PERIODS_UPSERT,
     ),
-    ...rebuildParts(deps, entries, insertOnly),
+    ...rebuildParts(deps, entries, insertOnly, boardsInEvent),
   ];
   // Every table in one statement (one round trip; there are no foreign keys between them), then the
   // hooks, in one transaction. Its statements run on the generic plan of their prepared statements:

@@ -6,6 +6,7 @@ import {
   achievementCompletions,
   events,
   leaderboardUpdates,
+  leaderboardUpdatesAll,
   pointsAwards,
   streakPeriods,
   users,
@@ -438,26 +439,72 @@ describe('history writer', () => {
     await new HistoryWriter(t.deps, { consumer: 'w-ev' }).drainOnce();
   });
 
-  it("writes an op's board values once, under the one index of leaderboard_updates", async () => {
-    // Every event writes a row per board it moves: the table keeps one index (its primary key, led by
-    // the user, as rebuild and verify read it), not three entries per row.
+  it("writes an event's board values in its event row, other ops' as rows, each once", async () => {
+    // An event's board values travel in its events row (events.boards), not as a leaderboard_updates
+    // row per board: the table keeps its one index for the other ops' updates.
     expect(await indexDefs('leaderboard_updates')).toEqual([
       expect.stringMatching(/UNIQUE INDEX \S+ ON \S+ USING btree \(user_id, op_id, leaderboard_id\)$/),
     ]);
-    await createBoard(t, { rankBy: 'metric', metricId, start: '2020-01-01' });
+    const [city] = await adminCreate(t, '/attributes', [{ key: 'city', name: 'City', type: 'user' }]);
+    const board = await createBoard(t, { rankBy: 'metric', metricId, start: '2020-01-01' });
+    await createBoard(t, { rankBy: 'metric', metricId, start: '2020-01-01', breakdownAttributes: [city.id] });
     await t.deps.catalog.reload();
-    await send('lb-dup-1', 1);
-    await send('lb-dup-1', 2);
-    // Written twice: the conflict check on the primary key keeps one row per op and board.
-    await writtenTwice('lb-dup-1', 2);
-    const rows = await t.deps.db
-      .select({ value: leaderboardUpdates.value, seq: leaderboardUpdates.seq })
+    for (const value of [1, 2]) {
+      const r = await t.api('POST', '/v1/metrics/lessons/event', {
+        user: { id: 'lb-dup-1', tz: 'UTC', attributes: { city: 'a|b;c' } },
+        value,
+      });
+      expect(r.status).toBe(201);
+    }
+    // Written twice: the events' primary key keeps one row per event, and so one entry per board.
+    const entries = await writtenTwice('lb-dup-1', 2);
+    const stored = await t.deps.db
+      .select({ seq: events.seq, boards: events.boards })
+      .from(events)
+      .where(eq(events.userId, 'lb-dup-1'))
+      .orderBy(events.seq);
+    expect(stored.map((r) => r.boards?.split(';').length)).toEqual([2, 2]);
+    expect(
+      await t.deps.db.select().from(leaderboardUpdates).where(eq(leaderboardUpdates.userId, 'lb-dup-1')),
+    ).toEqual([]);
+    // The same record as another op (no events row): its values are leaderboard_updates rows.
+    const other = structuredClone(entries[1]!);
+    other.record.op = 'complete';
+    other.record.id = '00000000-0000-4000-8000-00000000b0a7';
+    other.record.seq = 3;
+    await writeBatch(t.deps, [other]);
+    await writeBatch(t.deps, [other]);
+    const tableRows = await t.deps.db
+      .select({ seq: leaderboardUpdates.seq })
       .from(leaderboardUpdates)
-      .where(eq(leaderboardUpdates.userId, 'lb-dup-1'))
-      .orderBy(leaderboardUpdates.seq);
-    expect(rows).toEqual([
-      { value: 1_000_000, seq: 1 },
-      { value: 3_000_000, seq: 2 },
+      .where(eq(leaderboardUpdates.userId, 'lb-dup-1'));
+    expect(tableRows).toEqual([{ seq: 3 }, { seq: 3 }]);
+    // Rebuild and verify read both through leaderboard_updates_all, with every column as written.
+    const all = await t.deps.db
+      .select()
+      .from(leaderboardUpdatesAll)
+      .where(eq(leaderboardUpdatesAll.userId, 'lb-dup-1'))
+      .orderBy(leaderboardUpdatesAll.seq, leaderboardUpdatesAll.groupKey);
+    const ord = (e: OutboxEntry) => Number(e.record.ts);
+    const expected = (e: OutboxEntry, value: number) => [
+      {
+        opId: e.record.id,
+        leaderboardId: board.id,
+        runStart: '2020-01-01',
+        userId: 'lb-dup-1',
+        seq: e.record.seq,
+        value,
+        groupKey: '',
+        expires: 0,
+        ord: ord(e),
+        created: new Date(e.record.now),
+      },
+      expect.objectContaining({ seq: e.record.seq, value, groupKey: 'a%7Cb%3Bc', ord: ord(e) }),
+    ];
+    expect(all).toEqual([
+      ...expected(entries[0]!, 1_000_000),
+      ...expected(entries[1]!, 3_000_000),
+      ...expected(other, 3_000_000),
     ]);
     await new HistoryWriter(t.deps, { consumer: 'w-lb' }).drainOnce();
   });

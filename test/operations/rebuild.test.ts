@@ -56,7 +56,7 @@ describe('rebuild and verify-state', () => {
     const rb1 = (await t.api('GET', '/v1/users/rb-1/streak')).body;
     expect(rb1.length).toBeLessThan(5); // broke after its freeze ran out
     const [evicted] =
-      await db`select count(*) as n from leaderboard_updates u join leaderboards b on b.id = u.leaderboard_id where b.key = 'daily-minutes' and u.value > 0`;
+      await db`select count(*) as n from leaderboard_updates_all u join leaderboards b on b.id = u.leaderboard_id where b.key = 'daily-minutes' and u.value > 0`;
     expect(Number(evicted!.n)).toBeGreaterThan(3 * 5); // more than fit: evictions happened
     const xp = (await t.api('GET', '/v1/users/rb-0/points/xp')).body;
     expect(xp.level).not.toBeNull();

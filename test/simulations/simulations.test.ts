@@ -154,6 +154,7 @@ describe('simulations', () => {
         'streak_periods',
         'user_states',
         'leaderboard_updates',
+        'leaderboard_updates_all',
         'webhook_deliveries',
         'config_changes',
         'points_triggers',
