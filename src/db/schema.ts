@@ -310,6 +310,13 @@ export const events = pgTable(
      * event moved no board. Read through `leaderboard_updates_all` (migration 0009).
      */
     boards: text('boards'),
+    /**
+     * The user state fields this event wrote (rebuild folds them in op order: src/rebuild/user-states.ts),
+     * instead of a `user_states` upsert per event: JSON `{"s": [streak field, value, ...], "c": [counter
+     * field, value, ...], "a": "<active streak index entry>"}`, each key present only when written; null
+     * when it wrote none (migration 0010).
+     */
+    state: text('state'),
   },
   (t) => [primaryKey({ columns: [t.userId, t.metricId, t.localDate, t.id] })],
 );
@@ -371,7 +378,10 @@ export const streakPeriods = pgTable(
 /**
  * Per-user state the history tables alone cannot give back exactly (rebuild, src/rebuild/): the last
  * op sequence number, and the streak and counters hash fields as last written by lua/applyUserOp.lua
- * (merged field by field in op order, like HSET), plus the user's streak-index entry.
+ * (merged field by field in op order, like HSET), plus the user's streak-index entry. Written up to
+ * migration 0010; since then each op's fields are kept with the op (`events.state`, or
+ * `user_state_changes` for ops without an event row) and rebuild folds them over this row
+ * (src/rebuild/user-states.ts).
  */
 export const userStates = pgTable('user_states', {
   userId: text('user_id').primaryKey(),
@@ -382,6 +392,22 @@ export const userStates = pgTable('user_states', {
   indexes: jsonb('indexes').$type<Record<string, string>>().notNull().default({}),
   updated: updated(),
 });
+
+/**
+ * The user state fields of each op that has no `events` row (profile upserts, completions, grants,
+ * freezes, restores, recomputes), as `events.state` holds them for events; `state` null when the op
+ * wrote none (the row still records its seq, the user's last op). Only ever inserted: one index, the
+ * primary key (migration 0010).
+ */
+export const userStateChanges = pgTable(
+  'user_state_changes',
+  {
+    userId: text('user_id').notNull(),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    state: text('state'),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.seq] })],
+);
 
 /**
  * Every per-run leaderboard value an op produced, as the board script was called with it (rebuild replays them).

@@ -1,4 +1,3 @@
-import { sql } from 'drizzle-orm';
 import { type BulkPart, bulkPart } from '../db/bulk';
 import type { Snapshot } from '../catalog/snapshot';
 import type { leaderboardUpdates } from '../db/schema';
@@ -7,12 +6,6 @@ import { breakdownKeys, groupKey } from '../services/leaderboards';
 import { runContaining } from '../engine/runs';
 import { streakExpiry } from '../engine/streak-expiry';
 import type { OutboxEntry } from '../redis/user-script';
-
-/** Sets the fields of a flat [field, value, ...] list on `out` (later ones win, as HSET). */
-const assignPairs = (out: Record<string, string>, flat: string[] | undefined): void => {
-  if (!flat) return;
-  for (let i = 0; i + 1 < flat.length; i += 2) out[flat[i]!] = flat[i + 1]!;
-};
 
 /** Ms of Redis TIME µs (sortable integer; below 2^53 until the year 2255). */
 export const ordOf = (ts: string | undefined, nowMs: number) => (ts ? Number(ts) : nowMs * 1000);
@@ -105,67 +98,57 @@ export function eventBoards(snap: Snapshot, r: OutboxEntry['record']): string | 
 }
 
 /**
- * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts): each user's merged
- * streak/counters fields and op sequence, and every board update with its commit order. Written with
- * the history (src/workers/history-writer.ts), idempotently (a batch written twice changes nothing):
- * `insertOnly` is the tail of the board updates, which are only ever inserted (see writeBatch). The
- * board updates of the ops in `boardsInEvent` travel in their event rows instead (eventBoards).
+ * The user state fields an op wrote, as `events.state` and `user_state_changes.state` keep them
+ * (src/db/schema.ts; src/rebuild/user-states.ts folds them): its streak and counters hash fields as
+ * flat [field, value, ...] lists, and its active streak index entry when its streak changed; null when
+ * it wrote none.
+ */
+export function stateChange(snap: Snapshot, r: OutboxEntry['record']): string | null {
+  const out: { s?: string[]; c?: string[]; a?: string } = {};
+  if (r.sh?.length) out.s = r.sh;
+  if (r.cw?.length) out.c = r.cw;
+  const st = r.streak;
+  if (st?.changed) out.a = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
+  return out.s || out.c || out.a !== undefined ? JSON.stringify(out) : null;
+}
+
+/** The ops of a pass whose event rows carry their state change, and those that carry their board values too. */
+export interface InEventRows {
+  ops: ReadonlySet<string>;
+  boards: ReadonlySet<string>;
+}
+
+const NONE: InEventRows = { ops: new Set(), boards: new Set() };
+
+/**
+ * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts) for the ops that have
+ * no event row to carry them (`inEvents`: see stateChange and eventBoards): each op's state change and
+ * sequence number, and every board update with its commit order. Written with the history
+ * (src/workers/history-writer.ts), only ever inserted and keyed by the op, so a batch written twice
+ * changes nothing (`insertOnly` is the tail, see writeBatch).
  */
 export function rebuildParts(
   deps: Deps,
   entries: OutboxEntry[],
   insertOnly: string,
-  boardsInEvent: ReadonlySet<string> = new Set(),
+  inEvents: InEventRows = NONE,
 ): BulkPart[] {
   const snap = deps.catalog.snapshot;
-  const states = new Map<
-    string,
-    {
-      seq: number;
-      streak: Record<string, string>;
-      counters: Record<string, string>;
-      indexes: Record<string, string>;
-    }
-  >();
+  const changes: Array<{ userId: string; seq: number; state: string | null }> = [];
   const updates: BoardUpdate[] = [];
-  const ordered = [...entries].sort((a, b) => a.record.seq - b.record.seq);
-  for (const { record: r } of ordered) {
-    let s = states.get(r.user);
-    if (!s) {
-      s = { seq: 0, streak: {}, counters: {}, indexes: {} };
-      states.set(r.user, s);
-    }
-    s.seq = Math.max(s.seq, r.seq);
-    assignPairs(s.streak, r.sh);
-    assignPairs(s.counters, r.cw);
-    const st = r.streak;
-    if (st?.changed) {
-      s.indexes.active = st.length > 0 ? `${st.length}|${r.now}|${expiryOf(snap, r)}` : '';
-    }
-    if (!boardsInEvent.has(r.id)) updates.push(...boardUpdatesOf(snap, r));
+  for (const { record: r } of entries) {
+    if (!inEvents.ops.has(r.id)) changes.push({ userId: r.user, seq: r.seq, state: stateChange(snap, r) });
+    if (!inEvents.boards.has(r.id)) updates.push(...boardUpdatesOf(snap, r));
   }
-  const rows = [...states.entries()].map(([userId, s]) => ({ userId, ...s }));
-  const userStates = bulkPart(
-    'user_states',
+  const stateChanges = bulkPart(
+    'user_state_changes',
     [
-      { column: 'user_id', type: 'text', value: (r) => r.userId },
-      { column: 'seq', type: 'int8', value: (r) => r.seq },
-      { column: 'streak', type: 'jsonb', value: (r) => r.streak },
-      { column: 'counters', type: 'jsonb', value: (r) => r.counters },
-      { column: 'indexes', type: 'jsonb', value: (r) => r.indexes },
+      { column: 'user_id', type: 'text', value: (c) => c.userId },
+      { column: 'seq', type: 'int8', value: (c) => c.seq },
+      { column: 'state', type: 'text', value: (c) => c.state },
     ],
-    rows,
-    // Each part holds the fields as the pass's last op left them. A pass older than what is stored (a
-    // claimed straggler, or one of another writer) adds the fields it changed that a newer one did not
-    // change: the stored fields win over its own.
-    sql`on conflict (user_id) do update set seq = greatest(user_states.seq, excluded.seq),
-      streak = case when excluded.seq > user_states.seq then user_states.streak || excluded.streak
-        else excluded.streak || user_states.streak end,
-      counters = case when excluded.seq > user_states.seq then user_states.counters || excluded.counters
-        else excluded.counters || user_states.counters end,
-      indexes = case when excluded.seq > user_states.seq then user_states.indexes || excluded.indexes
-        else excluded.indexes || user_states.indexes end,
-      updated = now()`,
+    changes,
+    insertOnly,
   );
   const boardUpdates = bulkPart(
     'leaderboard_updates',
@@ -184,5 +167,5 @@ export function rebuildParts(
     updates,
     insertOnly,
   );
-  return [userStates, boardUpdates];
+  return [stateChanges, boardUpdates];
 }

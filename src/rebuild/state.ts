@@ -3,14 +3,14 @@
  *
  * | Redis key | Source |
  * |---|---|
- * | profile | `users` row (without the fields at their defaults: compactProfile); `seq` from `user_states.seq` |
+ * | profile | `users` row (without the fields at their defaults: compactProfile); `seq`: the user's last op in the history |
  * | metrics | sum of `events.value_micros` per metric |
  * | idem | `events.idempotency_key` → event id (with a window: "<event id>|<ms>" of keys first used inside it, in their bucket's hash) |
- * | counters | `user_states.counters` (fields as last written, merged in op order); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
+ * | counters | the counter fields as last written (each op's changes folded in op order: src/rebuild/user-states.ts); metric-trigger and filtered-achievement counters are also replayed from `events` in `seq` order (verify cross-checks them; they fill fields the merge lacks) |
  * | achievements | `achievement_completions`, encoded as the user script stores them (time, then completion id) |
  * | points | sum of `points_awards.awarded` per system (= the total of the newest award) |
  * | awards:<system> | the newest RECENT_AWARDS `points_awards` by (`seq`, `pos`), encoded by the same Lua function |
- * | streak | `user_states.streak` (fields as last written) |
+ * | streak | the streak fields as last written (folded the same way) |
  * | shist | the newest 100 `streak_periods` of the streak's epoch |
  * | boards | per board, "<run>|<value>" of the latest update (`leaderboard_updates_all`) of the user's newest run (`<board>`) and of the run before it (`<board>~`) |
  */
@@ -28,6 +28,7 @@ import {
   pointsTriggers,
   streakPeriods,
   type StoredFilter,
+  userStateChanges,
   userStates,
   users,
 } from '../db/schema';
@@ -45,9 +46,10 @@ import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-counters';
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
+import { foldStates } from './user-states';
 
 /**
- * A user's streak fields as last written (user_states.streak), but `hist`: earlier versions' streak
+ * A user's streak fields as last written (foldStates), but `hist`: earlier versions' streak
  * recompute listed the period history among them, and the history is the history key's
  * (streakHistory below), never a field of the user hash.
  */
@@ -163,10 +165,11 @@ export async function loadUserStates(
   const db = deps.db;
   const now = deps.clock.now();
   const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
-  const [userRows, stateRows, eventRows, awardRows, completionRows, periodRows, boardRows] =
+  const [userRows, baseRows, changeRows, eventRows, awardRows, completionRows, periodRows, boardRows] =
     await Promise.all([
       db.select().from(users).where(inArray(users.id, userIds)),
       db.select().from(userStates).where(inArray(userStates.userId, userIds)),
+      db.select().from(userStateChanges).where(inArray(userStateChanges.userId, userIds)),
       db
         .select()
         .from(events)
@@ -204,7 +207,7 @@ export async function loadUserStates(
     }
     return m;
   };
-  const statesBy = new Map(stateRows.map((s) => [s.userId, s]));
+  const statesBy = foldStates(baseRows, [...changeRows, ...eventRows]);
   const eventsBy = group(eventRows);
   const awardsBy = group(awardRows);
   const completionsBy = group(completionRows);

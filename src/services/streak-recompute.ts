@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, gte, inArray } from 'drizzle-orm';
 import type { Snapshot } from '../catalog/snapshot';
-import { events, userStates } from '../db/schema';
+import { events } from '../db/schema';
+import { historySeqs } from '../rebuild/user-states';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { splitUserHash } from '../redis/user-hash';
@@ -226,11 +227,8 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
   if (!s.enabled || s.conditions.length === 0) return [];
   const since = s.enabledAt ?? new Date(0);
   const metricIds = s.conditions.map((c) => c.metricId);
-  const [states, rows] = await Promise.all([
-    deps.db
-      .select({ userId: userStates.userId, seq: userStates.seq })
-      .from(userStates)
-      .where(inArray(userStates.userId, ids)),
+  const [seqOf, rows] = await Promise.all([
+    historySeqs(deps, ids),
     deps.db
       .select({
         userId: events.userId,
@@ -245,7 +243,6 @@ async function recomputeSome(deps: Deps, ids: string[]): Promise<string[]> {
       )
       .orderBy(asc(events.userId), asc(events.seq)),
   ]);
-  const seqOf = new Map(states.map((r) => [r.userId, r.seq]));
   const byUser = new Map<string, ActivityEvent[]>();
   for (const r of rows) {
     const list = byUser.get(r.userId) ?? [];

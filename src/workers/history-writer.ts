@@ -14,7 +14,7 @@ import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards
 import { resolveWires } from '../services/wire-snapshots';
 import { asArray } from '../services/user-op';
 import { type OutboxEntry, parseRecord } from '../redis/user-script';
-import { epochOf, eventBoards, rebuildParts } from '../rebuild/record';
+import { epochOf, eventBoards, rebuildParts, stateChange } from '../rebuild/record';
 import { ackWithGlobals } from './globals';
 import { observeHistoryPass } from '../metrics/hooks';
 import { historyUnreadable } from '../metrics/registry';
@@ -121,14 +121,16 @@ export async function writeBatch(
   const awardRows: Array<Ms<typeof pointsAwards.$inferInsert, 'created'>> = [];
   const completionRows: Array<Ms<typeof achievementCompletions.$inferInsert, 'achievedAt'>> = [];
   const periodRows = new Map<string, Ms<typeof streakPeriods.$inferInsert, 'updated'>>();
-  // Ops whose board updates travel in their event row (eventBoards), not as leaderboard_updates rows.
-  const boardsInEvent = new Set<string>();
+  // Ops whose state change (stateChange) and board updates (eventBoards) travel in their event row,
+  // not as user_state_changes and leaderboard_updates rows.
+  const inEvents = { ops: new Set<string>(), boards: new Set<string>() };
   const snap = deps.catalog.snapshot;
   for (const { record: r } of entries) {
     if (r.profile?.id) profiles.set(r.user, userRow(r.profile)); // later records win
     if (r.op === 'event' && r.metric && r.value !== undefined) {
       const boards = eventBoards(snap, r);
-      if (boards !== undefined) boardsInEvent.add(r.id);
+      inEvents.ops.add(r.id);
+      if (boards !== undefined) inEvents.boards.add(r.id);
       eventRows.push({
         id: r.id,
         userId: r.user,
@@ -141,6 +143,7 @@ export async function writeBatch(
         created: r.now,
         seq: r.seq,
         boards: boards ?? null,
+        state: stateChange(snap, r),
       });
     }
     for (const group of r.awards) {
@@ -185,8 +188,8 @@ export async function writeBatch(
       });
     }
   }
-  // Events, awards, completions and board updates are only ever inserted, keyed by ids minted with
-  // the change: a pass inserts them plainly (no speculative insertion per row), and a pass that meets
+  // Events, awards, completions, state changes and board updates are only ever inserted, keyed by ids or
+  // the op's seq: a pass inserts them plainly (no speculative insertion per row), and a pass that meets
   // a row already there (entries written before, by a writer that died before acknowledging them) is
   // rolled back and written again with `on conflict do nothing` (idempotent).
   const parts = (insertOnly: string): BulkPart[] => [
@@ -221,6 +224,7 @@ export async function writeBatch(
         { column: 'created', type: 'epoch_ms', value: (e) => e.created },
         { column: 'seq', type: 'int8', value: (e) => e.seq },
         { column: 'boards', type: 'text', value: (e) => e.boards },
+        { column: 'state', type: 'text', value: (e) => e.state },
       ],
       eventRows,
       insertOnly,
@@ -271,7 +275,7 @@ export async function writeBatch(
       [...periodRows.values()],
       PERIODS_UPSERT,
     ),
-    ...rebuildParts(deps, entries, insertOnly, boardsInEvent),
+    ...rebuildParts(deps, entries, insertOnly, inEvents),
   ];
   // Every table in one statement (one round trip; there are no foreign keys between them), then the
   // hooks, in one transaction. Its statements run on the generic plan of their prepared statements:

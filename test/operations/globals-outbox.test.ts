@@ -1,6 +1,5 @@
-import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { userStates } from '../../src/db/schema';
+import { storedStates } from '../../src/rebuild/user-states';
 import { HISTORY_GROUP, HistoryWriter, parseRecord, writeBatch } from '../../src/workers/history-writer';
 import { verifyState } from '../../src/rebuild/verify';
 import { isCluster } from '../../src/redis/client';
@@ -228,7 +227,7 @@ describe('cross-user indexes of a user op', () => {
     expect(await t.settle()).toBe(1);
     // The older record's streak is in the ranking (no newer record changed it), its total is not.
     expect(await indexesOf('gf-e')).toMatchObject({ xp: '20', active: '1', longest: '1' });
-    const [state] = await t.deps.db.select().from(userStates).where(eq(userStates.userId, 'gf-e'));
+    const state = (await storedStates(t.deps, ['gf-e'])).get('gf-e');
     expect(state!.indexes).toMatchObject({ active: expect.stringMatching(/^1\|/) });
     expect((await verifyState(t.deps)).differences).toEqual([]);
   });

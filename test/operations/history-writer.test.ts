@@ -1,6 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { count, eq, sql, sum } from 'drizzle-orm';
-import { userField } from '../../src/redis/user-hash';
+import { splitUserHash, userField } from '../../src/redis/user-hash';
+import { storedStates } from '../../src/rebuild/user-states';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   achievementCompletions,
@@ -508,6 +509,41 @@ describe('history writer', () => {
     ]);
     await new HistoryWriter(t.deps, { consumer: 'w-lb' }).drainOnce();
   });
+  it("keeps each op's state changes with the op: in its event row, or a user_state_changes row", async () => {
+    await send('st-1', 1);
+    await send('st-1', 1);
+    const entries = await writtenTwice('st-1', 2);
+    const stored = await t.deps.db
+      .select({ seq: events.seq, state: events.state })
+      .from(events)
+      .where(eq(events.userId, 'st-1'))
+      .orderBy(events.seq);
+    // The first event started the streak (its fields and index entry); both moved the trigger's count.
+    expect(stored.map((r) => r.seq)).toEqual([1, 2]);
+    expect(JSON.parse(stored[0]!.state!)).toMatchObject({ s: expect.any(Array), c: expect.any(Array) });
+    expect(JSON.parse(stored[0]!.state!).a).toMatch(/^1\|/);
+    expect(JSON.parse(stored[1]!.state!)).toMatchObject({ c: expect.any(Array) });
+    // Another op (no events row) records its change, and its seq, in user_state_changes.
+    const other = structuredClone(entries[1]!);
+    other.record.op = 'complete';
+    other.record.id = '00000000-0000-4000-8000-00000000c0a7';
+    other.record.seq = 3;
+    other.record.cw = ['c:probe', '7'];
+    await writeBatch(t.deps, [other]);
+    await writeBatch(t.deps, [other]);
+    expect(await t.deps.sql`select seq::int, state from user_state_changes where user_id = 'st-1'`).toEqual([
+      { seq: 3, state: expect.stringContaining('"c:probe","7"') },
+    ]);
+    // Nothing is merged into user_states any more; the fold gives the fields Redis holds.
+    expect(await t.deps.sql`select 1 from user_states where user_id = 'st-1'`).toEqual([]);
+    const folded = (await storedStates(t.deps, ['st-1'])).get('st-1')!;
+    const live = splitUserHash(await t.deps.redis.hgetall(t.deps.keys.user('st-1').hash));
+    expect(folded.seq).toBe(3);
+    expect({ ...folded.counters }).toEqual({ ...live.counters, 'c:probe': '7' });
+    expect(folded.streak).toMatchObject({ length: '1' });
+    await new HistoryWriter(t.deps, { consumer: 'w-st' }).drainOnce();
+  });
+
   it('reads a backlog at most MAX_READ entries per call, a group of streams at a time, and every entry once', async () => {
     const streams = t.deps.keys.outboxes.length;
     // Redis runs nothing else while it builds a read's reply: a backlog of twice MAX_READ over every

@@ -369,10 +369,11 @@ describe('packed streak fields', () => {
     await drain(t);
     const k = t.deps.keys.user('packed-5');
     const history = await t.deps.redis.get(k.streakHistory);
-    // Where an earlier version's recompute put the history: the user hash and user_states.streak.
+    // Where an earlier version's recompute put the history: the user hash and user_states.streak (the
+    // base the user's later changes fold over, src/rebuild/user-states.ts).
     await t.deps.redis.hset(k.hash, 's:hist', '20000:1');
     await t.deps
-      .sql`update user_states set streak = streak || '{"hist":"20000:1"}'::jsonb where user_id = 'packed-5'`;
+      .sql`insert into user_states (user_id, seq, streak) values ('packed-5', 0, '{"hist":"20000:1"}')`;
     expect((await send('packed-5', 1)).status).toBe(201);
     expect(await streakFieldsOf('packed-5')).toEqual(['s:_', 's:~']);
     expect(await t.deps.redis.get(k.streakHistory)).toBe(history);
