@@ -72,7 +72,50 @@ export interface RebuildContext {
   boards: BoardRow[];
 }
 
+/** The history tables rebuild and verify read user by user (their per-user reads lead with user_id). */
+const HISTORY_TABLES = [
+  'users',
+  'events',
+  'points_awards',
+  'achievement_completions',
+  'streak_periods',
+  'user_states',
+  'user_state_changes',
+  'leaderboard_updates',
+];
+
+/**
+ * Analyzes the history tables whose statistics are missing or stale (more than a tenth of their rows,
+ * and over 1,000, changed since). Rebuild and verify read users 200 at a time by `user_id in (...)`:
+ * right after a burst of writes (a bench run, an import) autovacuum has not analyzed the tables yet,
+ * and without statistics Postgres takes such a list to match most of the table and scans all of it
+ * for every batch (the view leaderboard_updates_all, whose estimate is ten rows per event, then costs
+ * enough to be JIT-compiled each time: verify after a bench run took twice as long). A failed ANALYZE
+ * (another one running on the table) is only logged: the reads are right either way.
+ */
+export async function freshenStatistics(deps: Deps): Promise<string[]> {
+  const stale = await deps.db.execute<{ relname: string }>(sql`
+    select relname from pg_stat_user_tables
+    where schemaname = current_schema() and relname in (${sql.join(
+      HISTORY_TABLES.map((t) => sql`${t}`),
+      sql`, `,
+    )})
+      and (last_analyze is null and last_autoanalyze is null and n_live_tup + n_mod_since_analyze > 1000
+        or n_mod_since_analyze > greatest(1000, n_live_tup / 10))`);
+  const analyzed: string[] = [];
+  for (const { relname } of stale) {
+    try {
+      await deps.db.execute(sql`analyze ${sql.identifier(relname)}`);
+      analyzed.push(relname);
+    } catch (err) {
+      deps.logger.warn({ err, table: relname }, 'could not analyze a history table');
+    }
+  }
+  return analyzed;
+}
+
 export async function loadContext(deps: Deps): Promise<RebuildContext> {
+  await freshenStatistics(deps);
   await deps.catalog.reload();
   const [systems, triggers, achs, boards] = await Promise.all([
     deps.db.select().from(pointsSystems),
