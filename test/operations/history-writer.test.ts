@@ -79,6 +79,14 @@ async function indexDefs(table: string): Promise<string[]> {
   return rows.map((r) => r.indexdef);
 }
 
+/** A user's event rows as written, in op order: what they carry besides the event. */
+const storedEvents = (user: string) =>
+  t.deps.db
+    .select({ seq: events.seq, boards: events.boards, state: events.state })
+    .from(events)
+    .where(eq(events.userId, user))
+    .orderBy(events.seq);
+
 /** A user's outbox entries, written twice (a writer that died before its acknowledgement). */
 async function writtenTwice(user: string, count: number): Promise<OutboxEntry[]> {
   const entries = (await peekOutbox()).filter((e) => e.record.user === user);
@@ -459,11 +467,7 @@ describe('history writer', () => {
     }
     // Written twice: the events' primary key keeps one row per event, and so one entry per board.
     const entries = await writtenTwice('lb-dup-1', 2);
-    const stored = await t.deps.db
-      .select({ seq: events.seq, boards: events.boards })
-      .from(events)
-      .where(eq(events.userId, 'lb-dup-1'))
-      .orderBy(events.seq);
+    const stored = await storedEvents('lb-dup-1');
     expect(stored.map((r) => r.boards?.split(';').length)).toEqual([2, 2]);
     expect(
       await t.deps.db.select().from(leaderboardUpdates).where(eq(leaderboardUpdates.userId, 'lb-dup-1')),
@@ -513,11 +517,7 @@ describe('history writer', () => {
     await send('st-1', 1);
     await send('st-1', 1);
     const entries = await writtenTwice('st-1', 2);
-    const stored = await t.deps.db
-      .select({ seq: events.seq, state: events.state })
-      .from(events)
-      .where(eq(events.userId, 'st-1'))
-      .orderBy(events.seq);
+    const stored = await storedEvents('st-1');
     // The first event started the streak (its fields and index entry); both moved the trigger's count.
     expect(stored.map((r) => r.seq)).toEqual([1, 2]);
     expect(JSON.parse(stored[0]!.state!)).toMatchObject({ s: expect.any(Array), c: expect.any(Array) });
