@@ -76,7 +76,17 @@ async function outboxEvents(deps: Deps, total: number): Promise<RecentEvent[]> {
  */
 export async function recentEvents(deps: Deps, limit = 15, outboxRecords = 2560): Promise<RecentEvent[]> {
   const [stored, pending] = await Promise.all([
-    deps.db.select().from(events).orderBy(desc(events.created)).limit(limit),
+    deps.db
+      .select({
+        id: events.id,
+        userId: events.userId,
+        metricId: events.metricId,
+        valueMicros: events.valueMicros,
+        created: events.created,
+      })
+      .from(events)
+      .orderBy(desc(events.created))
+      .limit(limit),
     outboxEvents(deps, outboxRecords),
   ]);
   const byId = new Map<string, RecentEvent>();
@@ -325,10 +335,18 @@ export async function listUsers(
      order by created desc, id desc limit ${opts.limit + 1} offset ${opts.offset}`;
 }
 
-/** A user's latest stored events, newest first. */
+/**
+ * A user's latest stored events, newest first: the columns the user page shows (not the board values
+ * and state changes the rows carry for rebuild).
+ */
 export async function userEvents(deps: Deps, userId: string, limit = 20) {
   return deps.db
-    .select()
+    .select({
+      created: events.created,
+      metricId: events.metricId,
+      valueMicros: events.valueMicros,
+      localDate: events.localDate,
+    })
     .from(events)
     .where(eq(events.userId, userId))
     .orderBy(desc(events.created), desc(events.seq))
