@@ -28,7 +28,7 @@ export interface StateChange {
 function assignPairs(out: Record<string, string>, flat: string[] | undefined, onlyNew: boolean): void {
   if (!flat) return;
   for (let i = 0; i + 1 < flat.length; i += 2) {
-    if (onlyNew && flat[i]! in out) continue;
+    if (onlyNew && Object.hasOwn(out, flat[i]!)) continue;
     out[flat[i]!] = flat[i + 1]!;
   }
 }
@@ -38,7 +38,7 @@ function apply(s: StoredState, state: string | null, onlyNew: boolean): void {
   const c = JSON.parse(state) as { s?: string[]; c?: string[]; a?: string };
   assignPairs(s.streak, c.s, onlyNew);
   assignPairs(s.counters, c.c, onlyNew);
-  if (c.a !== undefined && !(onlyNew && 'active' in s.indexes)) s.indexes.active = c.a;
+  if (c.a !== undefined && !(onlyNew && Object.hasOwn(s.indexes, 'active'))) s.indexes.active = c.a;
 }
 
 /**
