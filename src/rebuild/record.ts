@@ -74,27 +74,21 @@ function boardUpdatesOf(snap: Snapshot, r: OutboxEntry['record']): BoardUpdate[]
   });
 }
 
-const SEPARATOR = /[|;]/;
-
 /**
  * The `events.boards` text of an event's record (schema.ts: the entries `leaderboard_updates_all`
- * expands), null when it moved no board, or undefined when a value would hold a separator (none can:
- * ids are UUIDs, runs dates, group keys URI-encoded), so that its updates are written as rows instead.
- * One text value per event instead of a row per board: the history's Postgres writes fewer rows and
- * index entries per event.
+ * expands; no value can hold a separator: ids are UUIDs, runs dates, group keys URI-encoded), null when
+ * it moved no board. One text value per event instead of a row per board: the history's Postgres
+ * writes fewer rows and index entries per event.
  */
-export function eventBoards(snap: Snapshot, r: OutboxEntry['record']): string | null | undefined {
+export function eventBoards(snap: Snapshot, r: OutboxEntry['record']): string | null {
   const updates = boardUpdatesOf(snap, r);
   if (!updates.length) return null;
-  const entries: string[] = [];
-  for (const u of updates) {
-    const group = u.groupKey ?? null;
-    if (SEPARATOR.test(u.runStart) || SEPARATOR.test(u.leaderboardId) || (group && SEPARATOR.test(group)))
-      return undefined;
-    const head = `${u.leaderboardId}|${u.runStart}|${u.value}|${u.expires}|${u.ord}`;
-    entries.push(group === null ? head : `${head}|${group}`);
-  }
-  return entries.join(';');
+  return updates
+    .map((u) => {
+      const head = `${u.leaderboardId}|${u.runStart}|${u.value}|${u.expires}|${u.ord}`;
+      return u.groupKey === null || u.groupKey === undefined ? head : `${head}|${u.groupKey}`;
+    })
+    .join(';');
 }
 
 /**
@@ -112,18 +106,10 @@ export function stateChange(snap: Snapshot, r: OutboxEntry['record']): string | 
   return out.s || out.c || out.a !== undefined ? JSON.stringify(out) : null;
 }
 
-/** The ops of a pass whose event rows carry their state change, and those that carry their board values too. */
-export interface InEventRows {
-  ops: ReadonlySet<string>;
-  boards: ReadonlySet<string>;
-}
-
-const NONE: InEventRows = { ops: new Set(), boards: new Set() };
-
 /**
  * Rows that make Redis state rebuildable from Postgres (src/rebuild/rebuild.ts) for the ops that have
- * no event row to carry them (`inEvents`: see stateChange and eventBoards): each op's state change and
- * sequence number, and every board update with its commit order. Written with the history
+ * no event row to carry them (all but `inEvents`: see stateChange and eventBoards): each op's state
+ * change and sequence number, and every board update with its commit order. Written with the history
  * (src/workers/history-writer.ts), only ever inserted and keyed by the op, so a batch written twice
  * changes nothing (`insertOnly` is the tail, see writeBatch).
  */
@@ -131,14 +117,15 @@ export function rebuildParts(
   deps: Deps,
   entries: OutboxEntry[],
   insertOnly: string,
-  inEvents: InEventRows = NONE,
+  inEvents: ReadonlySet<string> = new Set(),
 ): BulkPart[] {
   const snap = deps.catalog.snapshot;
   const changes: Array<{ userId: string; seq: number; state: string | null }> = [];
   const updates: BoardUpdate[] = [];
   for (const { record: r } of entries) {
-    if (!inEvents.ops.has(r.id)) changes.push({ userId: r.user, seq: r.seq, state: stateChange(snap, r) });
-    if (!inEvents.boards.has(r.id)) updates.push(...boardUpdatesOf(snap, r));
+    if (inEvents.has(r.id)) continue;
+    changes.push({ userId: r.user, seq: r.seq, state: stateChange(snap, r) });
+    updates.push(...boardUpdatesOf(snap, r));
   }
   const stateChanges = bulkPart(
     'user_state_changes',

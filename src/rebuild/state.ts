@@ -28,8 +28,6 @@ import {
   pointsTriggers,
   streakPeriods,
   type StoredFilter,
-  userStateChanges,
-  userStates,
   users,
 } from '../db/schema';
 import type { Deps } from '../deps';
@@ -46,7 +44,7 @@ import { formatHistory, type StreakPeriodRecord } from '../engine/streak-view';
 import { nextTriggerCounters, type TriggerCounters } from '../engine/trigger-counters';
 import type { UserKeys } from '../redis/keys';
 import { scriptSource } from '../redis/scripts';
-import { foldStates } from './user-states';
+import { foldStates, stateSources } from './user-states';
 
 /**
  * A user's streak fields as last written (foldStates), but `hist`: earlier versions' streak
@@ -208,39 +206,37 @@ export async function loadUserStates(
   const db = deps.db;
   const now = deps.clock.now();
   const windowMs = deps.config.IDEMPOTENCY_WINDOW_DAYS * DAY_MS;
-  const [userRows, baseRows, changeRows, eventRows, awardRows, completionRows, periodRows, boardRows] =
-    await Promise.all([
-      db.select().from(users).where(inArray(users.id, userIds)),
-      db.select().from(userStates).where(inArray(userStates.userId, userIds)),
-      db.select().from(userStateChanges).where(inArray(userStateChanges.userId, userIds)),
-      db
-        .select()
-        .from(events)
-        .where(inArray(events.userId, userIds))
-        .orderBy(asc(events.userId), asc(events.seq), asc(events.created)),
-      db
-        .select()
-        .from(pointsAwards)
-        .where(inArray(pointsAwards.userId, userIds))
-        .orderBy(
-          asc(pointsAwards.userId),
-          asc(pointsAwards.seq),
-          asc(pointsAwards.pos),
-          asc(pointsAwards.created),
-        ),
-      db.select().from(achievementCompletions).where(inArray(achievementCompletions.userId, userIds)),
-      db.select().from(streakPeriods).where(inArray(streakPeriods.userId, userIds)),
-      db
-        .select({
-          userId: leaderboardUpdatesAll.userId,
-          board: leaderboardUpdatesAll.leaderboardId,
-          run: leaderboardUpdatesAll.runStart,
-          value: leaderboardUpdatesAll.value,
-        })
-        .from(leaderboardUpdatesAll)
-        .where(inArray(leaderboardUpdatesAll.userId, userIds))
-        .orderBy(asc(leaderboardUpdatesAll.seq)),
-    ]);
+  const [userRows, sources, eventRows, awardRows, completionRows, periodRows, boardRows] = await Promise.all([
+    db.select().from(users).where(inArray(users.id, userIds)),
+    stateSources(deps, userIds),
+    db
+      .select()
+      .from(events)
+      .where(inArray(events.userId, userIds))
+      .orderBy(asc(events.userId), asc(events.seq), asc(events.created)),
+    db
+      .select()
+      .from(pointsAwards)
+      .where(inArray(pointsAwards.userId, userIds))
+      .orderBy(
+        asc(pointsAwards.userId),
+        asc(pointsAwards.seq),
+        asc(pointsAwards.pos),
+        asc(pointsAwards.created),
+      ),
+    db.select().from(achievementCompletions).where(inArray(achievementCompletions.userId, userIds)),
+    db.select().from(streakPeriods).where(inArray(streakPeriods.userId, userIds)),
+    db
+      .select({
+        userId: leaderboardUpdatesAll.userId,
+        board: leaderboardUpdatesAll.leaderboardId,
+        run: leaderboardUpdatesAll.runStart,
+        value: leaderboardUpdatesAll.value,
+      })
+      .from(leaderboardUpdatesAll)
+      .where(inArray(leaderboardUpdatesAll.userId, userIds))
+      .orderBy(asc(leaderboardUpdatesAll.seq)),
+  ]);
   const group = <T extends { userId: string }>(rows: T[]) => {
     const m = new Map<string, T[]>();
     for (const r of rows) {
@@ -250,7 +246,7 @@ export async function loadUserStates(
     }
     return m;
   };
-  const statesBy = foldStates(baseRows, [...changeRows, ...eventRows]);
+  const statesBy = foldStates(sources.bases, [...sources.changes, ...eventRows]);
   const eventsBy = group(eventRows);
   const awardsBy = group(awardRows);
   const completionsBy = group(completionRows);

@@ -88,25 +88,28 @@ export function foldStates(
 }
 
 /**
- * The stored states of `userIds`; `eventChanges`, when the caller has read the users' events already
- * (every event, with its seq and state), saves reading them again.
+ * What the states of `userIds` fold from besides their events: the rows of `user_states` and the other
+ * ops' changes (foldStates takes both with the events' changes).
  */
-export async function storedStates(
-  deps: Deps,
-  userIds: string[],
-  eventChanges?: StateChange[],
-): Promise<Map<string, StoredState>> {
-  if (!userIds.length) return new Map();
-  const [bases, opChanges, evChanges] = await Promise.all([
+export async function stateSources(deps: Deps, userIds: string[]) {
+  const [bases, changes] = await Promise.all([
     deps.db.select().from(userStates).where(inArray(userStates.userId, userIds)),
     deps.db.select().from(userStateChanges).where(inArray(userStateChanges.userId, userIds)),
-    eventChanges ??
-      deps.db
-        .select({ userId: events.userId, seq: events.seq, state: events.state })
-        .from(events)
-        .where(inArray(events.userId, userIds)),
   ]);
-  return foldStates(bases, [...opChanges, ...evChanges]);
+  return { bases, changes };
+}
+
+/** The stored states of `userIds` (what rebuild would restore; tests read them). */
+export async function storedStates(deps: Deps, userIds: string[]): Promise<Map<string, StoredState>> {
+  if (!userIds.length) return new Map();
+  const [{ bases, changes }, eventChanges] = await Promise.all([
+    stateSources(deps, userIds),
+    deps.db
+      .select({ userId: events.userId, seq: events.seq, state: events.state })
+      .from(events)
+      .where(inArray(events.userId, userIds)),
+  ]);
+  return foldStates(bases, [...changes, ...eventChanges]);
 }
 
 /**

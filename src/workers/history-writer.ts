@@ -123,14 +123,12 @@ export async function writeBatch(
   const periodRows = new Map<string, Ms<typeof streakPeriods.$inferInsert, 'updated'>>();
   // Ops whose state change (stateChange) and board updates (eventBoards) travel in their event row,
   // not as user_state_changes and leaderboard_updates rows.
-  const inEvents = { ops: new Set<string>(), boards: new Set<string>() };
+  const inEvents = new Set<string>();
   const snap = deps.catalog.snapshot;
   for (const { record: r } of entries) {
     if (r.profile?.id) profiles.set(r.user, userRow(r.profile)); // later records win
     if (r.op === 'event' && r.metric && r.value !== undefined) {
-      const boards = eventBoards(snap, r);
-      inEvents.ops.add(r.id);
-      if (boards !== undefined) inEvents.boards.add(r.id);
+      inEvents.add(r.id);
       eventRows.push({
         id: r.id,
         userId: r.user,
@@ -142,7 +140,7 @@ export async function writeBatch(
         tz: r.tz,
         created: r.now,
         seq: r.seq,
-        boards: boards ?? null,
+        boards: eventBoards(snap, r),
         state: stateChange(snap, r),
       });
     }
