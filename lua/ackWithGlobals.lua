@@ -9,9 +9,8 @@ KEYS[8..]   points totals zsets and outbox streams, referenced by their KEYS ind
 
 ARGV, flat (no JSON to decode: cjson's decoding of a chunk cost Redis about 24,000 instructions a
 record, more than the indexes' own commands):
-  [1] the history consumer group, [2] R = the number of records, then per record:
-    its A of lib/globals.lua (A[1 .. 9+n], A[9] = n), then m = its number of totals, then m pairs
-    (KEYS index of a system's totals zset, the user's total or '' for 0 when absent);
+  [1] the history consumer group, then the chunk's index updates as lib/globals.lua applyGlobals
+  takes them (folded by the writer, src/workers/globals.ts globalsArgs);
   then S = the number of outbox streams, and per stream: its KEYS index, c = the number of entries,
   then the c entry ids to acknowledge (then every entry the group is done with is trimmed:
   lib/streams.lua).
@@ -23,8 +22,7 @@ Reply: the number of records whose indexes were updated.
 --!include lib/streams.lua
 
 local group = ARGV[1]
-local records, i = globalsRecords(KEYS, ARGV, 2)
-updateGlobalsMany(KEYS, records)
+local records, i = applyGlobals(KEYS, ARGV, 2)
 local streams = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, streams do
@@ -32,4 +30,4 @@ for _ = 1, streams do
   ackStreamEntries(key, group, { unpack(ARGV, i + 2, i + 1 + c) })
   i = i + 2 + c
 end
-return #records
+return records + 0

@@ -9,14 +9,13 @@ totals and streak are not changed again: their seq guard, lib/globals.lua).
 KEYS[1..7]  the fixed keys of lib/globals.lua
 KEYS[8..]   the points totals zsets of the records' systems, referenced by their KEYS index from ARGV
 
-ARGV, flat: the records as lua/ackWithGlobals.lua takes them from its ARGV[2] (R, then per record
-its A, its number of totals and their (KEYS index, total) pairs).
+ARGV, flat: the chunk's index updates as lib/globals.lua applyGlobals takes them (folded by the writer,
+src/workers/globals.ts globalsArgs), as lua/ackWithGlobals.lua takes them from its ARGV[2].
 
 Reply: the number of records.
 ]]
 
 --!include lib/globals.lua
 
-local records = globalsRecords(KEYS, ARGV, 1)
-updateGlobalsMany(KEYS, records)
-return #records
+local records = applyGlobals(KEYS, ARGV, 1)
+return records + 0

@@ -28,11 +28,28 @@ export function fixedGlobalKeys(deps: Deps): string[] {
   ];
 }
 
-/** updateGlobals arguments of one record (A[1..9+n]) and its totals [systemId, total | ''], or null. */
-export function globalsOf(
-  deps: Deps,
-  r: OutboxRecord,
-): { args: string[]; totals: Array<[string, string]> } | null {
+/** What one outbox record changes in the indexes that span users (lib/globals.lua). */
+export interface GlobalsRecord {
+  user: string;
+  seq: number;
+  /** Commit time, ms, as its digits (when a longest length was first reached). */
+  now: string;
+  created: boolean;
+  /** The current streak: unchanged, set to `length` (with its `meta`), or ended. */
+  streak: '' | 'set' | 'del';
+  length: number;
+  /** "<reachedAtMs>|<expiresAtMs>" of a set streak, else ''. */
+  meta: string;
+  /** The op extended the streak (a set streak's length was reached by it). */
+  extended: boolean;
+  /** Achievement ids the op completed. */
+  completions: string[];
+  /** [systemId, the user's total after the op, or '' for a created user's 0 when absent]. */
+  totals: Array<[string, string]>;
+}
+
+/** The record's part in the indexes, or null when it changes none. */
+export function globalsOf(deps: Deps, r: OutboxRecord): GlobalsRecord | null {
   const totals = new Map<string, string>();
   // A new user counts (with 0) in every system that existed when the record was committed (as rebuild).
   if (r.created)
@@ -45,22 +62,98 @@ export function globalsOf(
   const s = r.streak;
   const streak = s?.changed ? (s.length > 0 ? 'set' : 'del') : '';
   if (!r.created && r.completions.length === 0 && totals.size === 0 && streak === '') return null;
-  const meta = streak === 'set' ? `${r.now}|${expiryOf(deps.catalog.snapshot, r)}` : '';
   return {
-    args: [
-      r.user,
-      String(r.seq),
-      String(r.now),
-      r.created ? '1' : '0',
-      streak,
-      String(s?.length ?? 0),
-      meta,
-      s?.extended ? '1' : '0',
-      String(r.completions.length),
-      ...r.completions.map((c) => c.id),
-    ],
+    user: r.user,
+    seq: r.seq,
+    now: String(r.now),
+    created: r.created,
+    streak,
+    length: s?.length ?? 0,
+    meta: streak === 'set' ? `${r.now}|${expiryOf(deps.catalog.snapshot, r)}` : '',
+    extended: s?.extended === true,
+    completions: r.completions.map((c) => c.id),
     totals: [...totals],
   };
+}
+
+/**
+ * A chunk's records folded into lib/globals.lua applyGlobals's flat ARGV: what each index needs, in
+ * one pass here rather than per record in Redis. Per guarded field (K[7]: a user's current streak, a
+ * user's total in a system) only the chunk's newest record counts (by seq: the script applies it if
+ * it is newer than the one that last set the field); per user only the chunk's longest length, and
+ * the time of its first record of that length that extended the streak (the script compares it with
+ * the stored longest). `totalsKey` gives the KEYS index of a system's points totals zset.
+ */
+export function globalsArgs(records: GlobalsRecord[], totalsKey: (systemId: string) => number): string[] {
+  let created = 0;
+  const completions = new Map<string, number>();
+  /** Guarded field -> the chunk's newest seq for it and its position (1-based) in fieldSeqs. */
+  const fields = new Map<string, { seq: number; at: number }>();
+  const fieldSeqs: Array<[string, number]> = [];
+  /** The field's position if the record is the newest of the chunk for it so far, else null. */
+  const newest = (field: string, seq: number): number | null => {
+    const f = fields.get(field);
+    if (!f) {
+      fieldSeqs.push([field, seq]);
+      fields.set(field, { seq, at: fieldSeqs.length });
+      return fieldSeqs.length;
+    }
+    if (seq <= f.seq) return null;
+    f.seq = seq;
+    fieldSeqs[f.at - 1]![1] = seq;
+    return f.at;
+  };
+  /** Per system: user -> [total, field position] of the user's newest total; users created in the chunk. */
+  const totals = new Map<string, { set: Map<string, [string, number]>; absent: Set<string> }>();
+  const streaks = new Map<string, { r: GlobalsRecord; at: number }>();
+  const longest = new Map<string, { len: number; first: string }>();
+  for (const r of records) {
+    if (r.created) created++;
+    for (const id of r.completions) completions.set(id, (completions.get(id) ?? 0) + 1);
+    for (const [sys, total] of r.totals) {
+      let t = totals.get(sys);
+      if (!t) {
+        t = { set: new Map(), absent: new Set() };
+        totals.set(sys, t);
+      }
+      if (total === '') t.absent.add(r.user);
+      else {
+        const at = newest(`${r.user}\0${sys}`, r.seq);
+        if (at !== null) t.set.set(r.user, [total, at]);
+      }
+    }
+    if (r.streak !== '') {
+      const at = newest(r.user, r.seq);
+      if (at !== null) streaks.set(r.user, { r, at });
+    }
+    if (r.streak === 'set') {
+      const l = longest.get(r.user);
+      const first = r.extended ? r.now : '';
+      if (!l) longest.set(r.user, { len: r.length, first });
+      else if (r.length > l.len) {
+        l.len = r.length;
+        l.first = first;
+      } else if (r.length === l.len && l.first === '') l.first = first;
+    }
+  }
+  const out = [String(records.length), String(created), String(completions.size)];
+  for (const [id, n] of completions) out.push(id, String(n));
+  out.push(String(fieldSeqs.length));
+  for (const [field, seq] of fieldSeqs) out.push(field, String(seq));
+  out.push(String(totals.size));
+  for (const [sys, t] of totals) {
+    out.push(String(totalsKey(sys)), String(t.set.size));
+    for (const [user, [total, at]] of t.set) out.push(user, total, String(at));
+    // A created user's 0 counts only when the chunk sets no total of the user's: a total the script
+    // leaves is older than one already there, so the user is in the zset either way.
+    const absent = [...t.absent].filter((u) => !t.set.has(u));
+    out.push(String(absent.length), ...absent);
+  }
+  out.push(String(streaks.size));
+  for (const [user, { r, at }] of streaks) out.push(user, r.streak, String(r.length), r.meta, String(at));
+  out.push(String(longest.size));
+  for (const [user, l] of longest) out.push(user, String(l.len), l.first);
+  return out;
 }
 
 /** Records per atomic call: long enough to amortise the call, short enough not to hold Redis. */
@@ -68,8 +161,7 @@ const CHUNK = 64;
 
 /**
  * One chunk's call arguments: KEYS (the fixed keys, then the points totals zsets the records name,
- * and whatever `key` adds) and the records' flat ARGV (lib/globals.lua globalsRecords: R, then per
- * record its A, its number of totals and their (KEYS index, total) pairs).
+ * and whatever `key` adds) and the chunk's folded index updates (globalsArgs).
  */
 function chunkArgs(deps: Deps, chunk: OutboxEntry[]) {
   const g = deps.keys.global;
@@ -84,18 +176,12 @@ function chunkArgs(deps: Deps, chunk: OutboxEntry[]) {
     }
     return i;
   };
-  const records = [''];
-  let n = 0;
+  const records: GlobalsRecord[] = [];
   for (const e of chunk) {
     const u = globalsOf(deps, e.record);
-    if (!u) continue;
-    n++;
-    for (const a of u.args) records.push(a);
-    records.push(String(u.totals.length));
-    for (const [id, total] of u.totals) records.push(String(key(g.pointsTotals(id))), total);
+    if (u) records.push(u);
   }
-  records[0] = String(n);
-  return { keys, key, records, n };
+  return { keys, key, args: globalsArgs(records, (sys) => key(g.pointsTotals(sys))), n: records.length };
 }
 
 /**
@@ -110,10 +196,10 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
     const pipe = crossSlotPipeline(deps.redis);
     let any = false;
     for (let i = 0; i < entries.length; i += CHUNK) {
-      const { keys, records, n } = chunkArgs(deps, entries.slice(i, i + CHUNK));
+      const { keys, args, n } = chunkArgs(deps, entries.slice(i, i + CHUNK));
       if (n === 0) continue;
       any = true;
-      pipe.updateGlobals(keys.length, ...keys, ...records);
+      pipe.updateGlobals(keys.length, ...keys, ...args);
     }
     if (any) await execValues(pipe);
     await ack(deps, entries, group);
@@ -121,9 +207,9 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
   }
   for (let i = 0; i < entries.length; i += CHUNK) {
     const chunk = entries.slice(i, i + CHUNK);
-    const { keys, key, records } = chunkArgs(deps, chunk);
-    // lua/ackWithGlobals.lua's flat ARGV: the group, the records, then the entries by stream.
-    const args = [group, ...records];
+    const { keys, key, args: updates } = chunkArgs(deps, chunk);
+    // lua/ackWithGlobals.lua's flat ARGV: the group, the index updates, then the entries by stream.
+    const args = [group, ...updates];
     const byStream = idsByStream(chunk);
     args.push(String(byStream.size));
     for (const [stream, ids] of byStream) args.push(String(key(stream)), String(ids.length), ...ids);

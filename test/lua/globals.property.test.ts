@@ -1,11 +1,13 @@
-// lua/lib/globals.lua applies a chunk of records with one variadic command per index: the indexes it
-// leaves must be those of the same records applied one at a time, one command per record and index
-// (REFERENCE below: the rule as it was written before chunks were aggregated). Generated chunks reuse
+// The history writer folds a chunk of records (src/workers/globals.ts globalsArgs) and lua/lib/globals.lua
+// applies the fold with one variadic command per index: the indexes they leave must be those of the
+// same records applied one at a time, one command per record and index (REFERENCE below: the rule as
+// it was written before chunks were aggregated). Generated chunks reuse
 // a few users, so one user's set, del, totals and completions interleave within a chunk. A record's
 // totals and current streak apply only when its seq is above the last that set them for its user
 // (K[7]): one user's records may reach the writer out of order, and the newest must stay.
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type GlobalsRecord, globalsArgs } from '../../src/workers/globals';
 import { createLuaHarness, type LuaHarness } from './harness';
 
 /** One record at a time, one command per index (A and T as lib/globals.lua documents them). */
@@ -118,7 +120,7 @@ const keysOf = (side: string, n: number) =>
 const inputOf = (recs: Rec[]) =>
   recs.map((r) => ({ a: argsOf(r), t: r.totals.map(([j, total]) => [8 + j, total]) }));
 
-/** Lua building `records` ({A, T} each, as lib/globals.lua takes them) from INPUT. */
+/** Lua building `records` ({A, T} each, as REFERENCE takes them) from INPUT. */
 const RECORDS = `
   local records = {}
   for _, rec in ipairs(INPUT) do
@@ -127,38 +129,63 @@ const RECORDS = `
     records[#records + 1] = { A = rec.a, T = T }
   end`;
 
-describe('lib/globals.lua updateGlobalsMany', () => {
-  it('leaves the indexes the records would leave one at a time', async () => {
+/** The records as the writer hands them to globalsArgs (systems pts0 and pts1: KEYS[8] and KEYS[9]). */
+const globalsRecordOf = (r: Rec): GlobalsRecord => ({
+  user: r.user,
+  seq: r.seq,
+  now: String(r.now),
+  created: r.created,
+  streak: r.streak,
+  length: r.length,
+  meta: r.streak === 'set' ? `${r.now}|0` : '',
+  extended: r.extended,
+  completions: r.completions,
+  totals: r.totals.map(([j, total]) => [`pts${j}`, total]),
+});
+
+/** lib/globals.lua applyGlobals's ARGV for a chunk of records (the writer's fold). */
+const chunkInput = (recs: Rec[]) => globalsArgs(recs.map(globalsRecordOf), (sys) => 8 + Number(sys.slice(3)));
+
+/** Applies one chunk (INPUT: chunkInput) and answers its record count. */
+const APPLY = `
+  local records = applyGlobals(KEYS, INPUT, 1)
+  return records + 0`;
+
+describe("lib/globals.lua applyGlobals after the writer's fold", () => {
+  it('leaves the indexes the records would leave one at a time, in chunks of any size', async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(recArb, { minLength: 1, maxLength: 12 }), async (recs) => {
-        n++;
-        const chunkKeys = keysOf('c', n);
-        const oneKeys = keysOf('o', n);
-        const input = inputOf(recs);
-        const body = `${RECORDS}
-          if CHUNK then
-            updateGlobalsMany(KEYS, records)
-          else
-            for _, r in ipairs(records) do referenceUpdate(KEYS, r.A, r.T) end
-          end
+      // Later chunks meet what earlier ones stored (seqs, longest lengths and when they were reached).
+      fc.asyncProperty(
+        fc.array(recArb, { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (recs, size) => {
+          n++;
+          const chunkKeys = keysOf('c', n);
+          const oneKeys = keysOf('o', n);
+          const reference = `${RECORDS}
+          for _, r in ipairs(records) do referenceUpdate(KEYS, r.A, r.T) end
           return 1`;
-        await h.run(['globals'], `local CHUNK = true\n${body}`, input, chunkKeys);
-        await h.run([{ source: REFERENCE }], `local CHUNK = false\n${body}`, input, oneKeys);
-        const strip = (c: Record<string, unknown>, side: string) =>
-          Object.fromEntries(Object.entries(c).map(([k, v]) => [k.replace(`${side}${n}:`, ''), v]));
-        const chunk = strip(await contents(chunkKeys), 'c');
-        expect(chunk).toEqual(strip(await contents(oneKeys), 'o'));
-        // Bounded: the longest-at hash holds at most the field of each user's longest length.
-        const longest = new Map<string, string>();
-        const z = (chunk.longest ?? []) as string[];
-        for (let i = 0; i < z.length; i += 2) longest.set(z[i]!, z[i + 1]!);
-        for (const [field] of (chunk.at ?? []) as Array<[string, string]>) {
-          const [user, len] = field.split('|');
-          expect(longest.get(user!)).toBe(len);
-        }
-      }),
-      { numRuns: 150 },
+          for (let i = 0; i < recs.length; i += size) {
+            const chunk = recs.slice(i, i + size);
+            expect(await h.run(['globals'], APPLY, chunkInput(chunk), chunkKeys)).toBe(chunk.length);
+          }
+          await h.run([{ source: REFERENCE }], reference, inputOf(recs), oneKeys);
+          const strip = (c: Record<string, unknown>, side: string) =>
+            Object.fromEntries(Object.entries(c).map(([k, v]) => [k.replace(`${side}${n}:`, ''), v]));
+          const chunk = strip(await contents(chunkKeys), 'c');
+          expect(chunk).toEqual(strip(await contents(oneKeys), 'o'));
+          // Bounded: the longest-at hash holds at most the field of each user's longest length.
+          const longest = new Map<string, string>();
+          const z = (chunk.longest ?? []) as string[];
+          for (let i = 0; i < z.length; i += 2) longest.set(z[i]!, z[i + 1]!);
+          for (const [field] of (chunk.at ?? []) as Array<[string, string]>) {
+            const [user, len] = field.split('|');
+            expect(longest.get(user!)).toBe(len);
+          }
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 
@@ -177,12 +204,9 @@ describe('lib/globals.lua updateGlobalsMany', () => {
             .map((r, i) => ({ r, k: sortKeys[i]! }))
             .sort((a, b) => a.k - b.k)
             .map((x) => x.r);
-          const body = `${RECORDS}
-            updateGlobalsMany(KEYS, records)
-            return 1`;
           const run = async (list: Rec[], keys: string[], size: number) => {
             for (let i = 0; i < list.length; i += size)
-              await h.run(['globals'], body, inputOf(list.slice(i, i + size)), keys);
+              await h.run(['globals'], APPLY, chunkInput(list.slice(i, i + size)), keys);
           };
           const inOrder = keysOf('i', n);
           const outOfOrder = keysOf('s', n);
