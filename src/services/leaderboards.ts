@@ -33,14 +33,6 @@ export function decodeGroup(snap: Snapshot, board: LeaderboardRow, group: string
   return keys.map((key, i) => ({ key, value: values[i] ?? '' }));
 }
 
-/** The change streams of boards are written only while someone listens to rank changes. */
-export const listensToRankChanges = (snap: Snapshot) =>
-  snap.webhookEndpoints.some(
-    (e) =>
-      e.enabled &&
-      (e.eventTypes.includes('leaderboard.rank_changed') || e.eventTypes.includes('leaderboard.changed')),
-  );
-
 /** A value of a board script's reply as the board ranks it (null when absent). */
 const replyValue = (board: LeaderboardRow, v: string | undefined) =>
   v === undefined || v === null ? null : boardValue(board, v);
