@@ -469,6 +469,8 @@ local function applyOne(KEYS, ARGV, quiet)
         -- Value, seq, time and cap as numbers (updateBoard's tonumber keeps them): no text round trip.
         local A = MOVE_ARGS
         A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9] = user.id, value, seq, now, '', f.max, '0', '0', quiet and '1' or '0'
+        -- A user this op creates has no entry on the board's run yet (lib/board.lua A[10]).
+        A[10] = created and '1' or '0'
         local m = updateBoard(K, A)
         m.id = fb.id
         moves = moves or {}

@@ -2,8 +2,9 @@
 -- one board; lua/applyUserOp.lua calls it for the boards of an event on a single Redis (where every
 -- key is reachable from one script). K and A are that call's KEYS and ARGV as lua/updateBoard.lua
 -- documents them, with K[5] the ranking's expiry index on a streak board; the reply is the same, as a
--- table. A[9] = '1' (batch items, which answer no
--- response) leaves the threshold out of the reply, and the read it needs.
+-- table. A[9] = '1' (batch items, which answer no response) leaves the threshold out of the reply, and
+-- the read it needs. A[10] = '1' (lua/applyUserOp.lua, for a user its op creates) writes the entry of
+-- a user without one first, instead of reading it (below).
 
 --!include lib/numbers.lua
 
@@ -177,7 +178,18 @@ local function updateBoard(K, A)
   end
 
   local prevValue, prevChanged, prevSeq = nil, nil, -1
-  local stored = redis.call('HGET', K_MEMBERS, userId)
+  -- A[10] = '1': the caller expects the user to have no entry on this run (its op creates the user).
+  -- A user without an entry gets value|now|group|seq|expires below whatever the move does, so that
+  -- entry is written at once (HSETNX) instead of read first and written last; only if one was there
+  -- after all is it read, and the move goes on as for any user.
+  local entered, stored = false, nil
+  if A[10] == '1' then
+    entered = redis.call('HSETNX', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(now) .. '|' .. group .. '|'
+      .. fmt(seq) .. '|' .. expires) == 1
+    if not entered then stored = redis.call('HGET', K_MEMBERS, userId) end
+  else
+    stored = redis.call('HGET', K_MEMBERS, userId)
+  end
   if stored then
     local pv, pc, pg, ps = boardMeta(stored)
     if pg ~= group then return { err = 'GROUP', group = pg } end
@@ -239,8 +251,10 @@ local function updateBoard(K, A)
     BOARD_EDGES[B.ranking] = { max = B.max, edge = edgeBefore }
   end
 
-  redis.call('HSET', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|'
-    .. fmt(seq) .. '|' .. expires)
+  if not entered then
+    redis.call('HSET', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|'
+      .. fmt(seq) .. '|' .. expires)
+  end
 
   local rankedValue = rank and value or nil
   local evictedUser = nil

@@ -157,6 +157,34 @@ describe('board moves inside the user script', () => {
     }
   });
 
+  it('never ranks twice a user its op creates who already has an entry on the run', async () => {
+    if (cluster()) return; // no fused moves on a Cluster
+    // A user the op creates has no entry on the board's run, so the user script writes the entry first
+    // and reads it only if one was there after all (lib/board.lua A[10]). Here one is: the user's hash
+    // is removed after a first event (as if lost), so the second event creates the user again, with
+    // seq 1 again, which the entry's seq says is no newer than the move it holds.
+    const b = await createBoard(t, {
+      key: 'fz-again',
+      rankBy: 'metric',
+      metricId: m.id,
+      maxParticipants: 10,
+    });
+    await send(t, m.key, 'fz-again-u', 3);
+    await t.deps.redis.del(t.deps.keys.user('fz-again-u').hash);
+    const again = await send(t, m.key, 'fz-again-u', 7);
+    expect(again.total).toBe(7);
+    // The entry's move is no older than this one: the board keeps it, and the response has no entry.
+    expect(again.leaderboards['fz-again']).toBeUndefined();
+    expect(await standings(t, b.key)).toEqual([['fz-again-u', 3]]);
+    // A user the op creates on a run without the user's entry: written once, ranked once.
+    const fresh = await send(t, m.key, 'fz-again-v', 5);
+    expect(fresh.leaderboards['fz-again']).toMatchObject({ previousRank: null, rank: 1 });
+    expect(await standings(t, b.key)).toEqual([
+      ['fz-again-v', 5],
+      ['fz-again-u', 3],
+    ]);
+  });
+
   it('repairs from the history writer the moves of an API process that died after the user script', async () => {
     const writer = new HistoryWriter(t.deps, { consumer: 'fz-writer' });
     await send(t, m.key, { id: 'fz-r', attributes: { 'fz-city': 'lima' } }, 1);
