@@ -13,7 +13,12 @@ local function boardMember(changedAt, id)
   return zeroPad(fmt(changedAt), 15) .. '|' .. id
 end
 
--- "value|changedAt|group|seq|expires" (KEYS[1]'s values): value, changedAt, group, seq, expires.
+-- A member entry (KEYS[1]'s values): "value|changedAt|group|seq|expires".
+local function boardEntry(value, changedAt, group, seq, expires)
+  return fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|' .. fmt(seq) .. '|' .. expires
+end
+
+-- A member entry's parts: value, changedAt, group, seq, expires.
 local function boardMeta(s)
   return string.match(s, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|?(.*)$')
 end
@@ -184,8 +189,7 @@ local function updateBoard(K, A)
   -- after all is it read, and the move goes on as for any user.
   local entered, stored = false, nil
   if A[10] == '1' then
-    entered = redis.call('HSETNX', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(now) .. '|' .. group .. '|'
-      .. fmt(seq) .. '|' .. expires) == 1
+    entered = redis.call('HSETNX', K_MEMBERS, userId, boardEntry(value, now, group, seq, expires)) == 1
     if not entered then stored = redis.call('HGET', K_MEMBERS, userId) end
   else
     stored = redis.call('HGET', K_MEMBERS, userId)
@@ -251,10 +255,7 @@ local function updateBoard(K, A)
     BOARD_EDGES[B.ranking] = { max = B.max, edge = edgeBefore }
   end
 
-  if not entered then
-    redis.call('HSET', K_MEMBERS, userId, fmt(value) .. '|' .. fmt(changedAt) .. '|' .. group .. '|'
-      .. fmt(seq) .. '|' .. expires)
-  end
+  if not entered then redis.call('HSET', K_MEMBERS, userId, boardEntry(value, changedAt, group, seq, expires)) end
 
   local rankedValue = rank and value or nil
   local evictedUser = nil

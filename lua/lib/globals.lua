@@ -133,15 +133,15 @@ local function applyGlobals(K, ARGV, i)
     end
     local before = redis.call('ZMSCORE', K[5], unpack(users))
     redis.call('ZADD', K[5], 'GT', unpack(best))
-    local gone2 = {}
+    local superseded = {}
     for j = 1, nL do
       local at = i + 3 * j - 2
       local userId, len, first = ARGV[at], ARGV[at + 1] + 0, ARGV[at + 2]
       local cur = before[j] and before[j] + 0 or 0
-      if len > cur and cur > 0 then gone2[#gone2 + 1] = userId .. '|' .. string.format('%d', cur) end
+      if len > cur and cur > 0 then superseded[#superseded + 1] = userId .. '|' .. string.format('%d', cur) end
       if first ~= '' and len >= cur then redis.call('HSETNX', K[6], userId .. '|' .. ARGV[at + 1], first) end
     end
-    if #gone2 > 0 then redis.call('HDEL', K[6], unpack(gone2)) end
+    if #superseded > 0 then redis.call('HDEL', K[6], unpack(superseded)) end
   end
   return records, i + 3 * nL + 1
 end
