@@ -228,7 +228,9 @@ local function updateBoard(K, A)
   -- The edge as known before this move's writes (read by an earlier move of the call, or not at all).
   local edgeBefore = B.edge
 
-  if prevRank and member ~= prevMember then boardZrem(B, prevMember) end
+  -- The previous entry goes when its name changes, and when the value is no longer ranked: a value that
+  -- falls to 0 in the same millisecond as the change before keeps the name (changedAt|user).
+  if prevRank and (member ~= prevMember or value <= 0) then boardZrem(B, prevMember) end
   if value > 0 then
     local added = true
     if prevRank or not boardFull(B) then

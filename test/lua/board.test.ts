@@ -105,6 +105,18 @@ describe('updateBoard', () => {
     expect(await h.redis.hget(keys.members, 'alice')).toBe('5|1000|g|4|0');
   });
 
+  it('unranks a user whose value falls to 0, also in the same millisecond as the change before', async () => {
+    newBoard();
+    await update('alice', 5, { seq: 1, now: 1000 });
+    await update('bob', 3, { seq: 1, now: 1000 });
+    // Same ms: the member's name (changedAt|user) is the same before and after the move.
+    const r = await update('alice', 0, { seq: 2, now: 1000 });
+    expect(r).toMatchObject({ prevRank: 1 });
+    expect(r.rank).toBeUndefined();
+    expect((await h.redis.zrange(keys.ranking, 0, -1)).map((m) => m.slice(16))).toEqual(['bob']);
+    expect(await h.redis.hget(keys.members, 'alice')).toBe('0|1000|g|2|0');
+  });
+
   it('keeps at most maxParticipants, evicting the lowest for a higher value only', async () => {
     newBoard();
     await update('a', 5, { max: 2 });
