@@ -17,7 +17,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
+async function until(what: string, fn: () => Promise<boolean>, ms = 45_000) {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (await fn().catch(() => false)) return;

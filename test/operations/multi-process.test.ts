@@ -24,7 +24,7 @@ const origins: string[] = [];
 const prefix = `mp${randomBytes(4).toString('hex')}`;
 const admin = generateApiKey();
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 50_000): Promise<T> {
   const until = Date.now() + ms;
   let last: unknown;
   while (Date.now() < until) {
@@ -91,7 +91,7 @@ beforeAll(async () => {
   start('worker', await freePort());
   for (const o of origins)
     await waitFor(`${o}/readyz`, async () => ((await fetch(`${o}/readyz`)).ok ? true : undefined));
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   for (const p of procs) p.kill('SIGTERM');
