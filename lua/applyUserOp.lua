@@ -24,9 +24,10 @@ KEYS[4] this op's reply marker (kept input.markMs, default 10 s: a retried call 
 KEYS[5] the shard's user index (zset userId -> creation ms), written when the op creates the user
 KEYS[6] the user's streak period history (string; lib/streak.lua)
 KEYS[6 + i] recent awards list of plan.systems[i]
-KEYS[ctx.fuse[j].ki ..] (single Redis only) the keys of board ctx.boards[ctx.fuse[j].b], whose
-             move is applied here rather than by the caller (lua/updateBoard.lua's KEYS, ctx.fuse[j].kn):
-             right after the systems' keys, so their indexes depend on the plan only
+KEYS[ctx.fuse[j].ki ..] the keys of board ctx.boards[ctx.fuse[j].b], whose move is applied here rather
+             than by the caller (lua/updateBoard.lua's KEYS, ctx.fuse[j].kn): right after the systems'
+             keys, so their indexes depend on the plan only. On a Redis Cluster only in "__multi_node"
+             calls, for boards whose slot this master serves too (checked before any write)
 KEYS[input.idem.prevKi], KEYS[input.idem.oldKi] (with a window) the idempotency hashes of the previous
              window bucket and of the one before it (last)
 
@@ -168,7 +169,7 @@ end
 -- ops of a multi-op call, batch items, whose caller builds no response) leaves the boards' thresholds
 -- out of the moves and answers 'r' for a replay and 'd' for a record that leaves the caller nothing to
 -- do (src/redis/user-script.ts quietOutcome).
-local function applyOne(KEYS, ARGV, quiet)
+local function applyOne(KEYS, ARGV, quiet, node)
   local K_USER, K_IDEM, K_OUTBOX, K_OP, K_USERS, K_HIST = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 
   local input = cjson.decode(ARGV[2])
@@ -183,6 +184,16 @@ local function applyOne(KEYS, ARGV, quiet)
 
   local plan = type(ARGV[1]) == 'table' and ARGV[1] or planOf(ARGV[1])
   local ctx = contextOf(ARGV[4])
+  -- On a Cluster ("__multi_node") the fused boards are in other slots of this master, as the caller's
+  -- slot table said: one read of each board's keys, before anything is written, makes Redis refuse the
+  -- op here ("non local key") if this master no longer serves a board's slot, or is moving it away and
+  -- a key is already gone, rather than halfway through the op's writes.
+  if node and ctx.fuse then
+    for _k = 1, #ctx.fuse do
+      local f = ctx.fuse[_k]
+      redis.call('EXISTS', unpack(KEYS, f.ki, f.ki + f.kn - 1))
+    end
+  end
   local op, now, user = input.op, input.now, input.user
   local metricId = plan.metricId
   local S = plan.streak
@@ -636,7 +647,7 @@ local function run(KEYS, ARGV)
       if quiet then
         replies[#replies + 1] = applyOne(K, args, true)
       else
-        local ok, reply = pcall(applyOne, K, args, false)
+        local ok, reply = pcall(applyOne, K, args, false, node)
         replies[#replies + 1] = ok and reply or '!' .. errorText(reply)
       end
       i = i + 3

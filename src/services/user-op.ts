@@ -183,32 +183,66 @@ function luaUser(u: UserInput) {
   };
 }
 
+/** Slots by board id (every key of a board shares its hash tag: its version key's slot). */
+const boardSlots = new Map<string, number>();
+function boardSlot(deps: Deps, boardId: string): number {
+  let slot = boardSlots.get(boardId);
+  if (slot === undefined) {
+    if (boardSlots.size >= 4096) boardSlots.clear();
+    slot = calculateSlot(deps.keys.board(boardId).version);
+    boardSlots.set(boardId, slot);
+  }
+  return slot;
+}
+
 /**
- * On a single Redis every key is reachable from one script, so the user script also applies the
- * moves on boards without breakdowns (their group is known before the op) that are not streak boards
- * (their expiry needs the op's outcome and time-zone rules): one call per event instead of one more
- * per board. Returns the boards' keys, which follow the op's `ownKeys` own keys, with the context's
- * fuse. Cluster: none.
+ * The user script also applies the moves on boards without breakdowns (their group is known before
+ * the op) that are not streak boards (their expiry needs the op's outcome and time-zone rules): one
+ * call per event instead of one more per board. On a single Redis every such board (`node` ''); on a
+ * Redis Cluster those whose slot the master of the op's user (`node`, as the client's slot table
+ * says) serves too, which a "__multi_node" call reaches (lua/applyUserOp.lua checks them before it
+ * writes anything), and none when the op's master is not known (`node` undefined). Returns the boards'
+ * keys, which follow the op's `ownKeys` own keys, with the context's fuse.
  */
 function fuseBoards(
   deps: Deps,
   boards: Array<{ id: string; run: string }>,
   ownKeys: number,
-): { boardKeys: string[]; fuse?: UserScriptContext['fuse'] } {
-  if (boards.length === 0 || isCluster(deps.redis)) return { boardKeys: [] };
+  node: string | undefined,
+): { boardKeys: string[]; fuse?: UserScriptContext['fuse']; owners?: BoardOwners } {
+  if (boards.length === 0 || node === undefined) return { boardKeys: [] };
+  const slots = isCluster(deps.redis) ? deps.redis.slots : null;
+  const owners: BoardOwners | undefined = slots ? [] : undefined;
   const snap = deps.catalog.snapshot;
   const boardKeys: string[] = [];
   const fuse: NonNullable<UserScriptContext['fuse']> = [];
   for (const [i, u] of boards.entries()) {
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
+    if (slots && owners) {
+      const slot = boardSlot(deps, board.id);
+      const here = slots[slot]?.[0] === node;
+      owners.push([slot, here]);
+      if (!here) continue;
+    }
     const bk = deps.keys.board(board.id);
     const ki = ownKeys + boardKeys.length + 1;
     boardKeys.push(bk.members(u.run), bk.ranking(u.run, ''), bk.version, bk.changes);
     fuse.push({ b: i + 1, ki, kn: ownKeys + boardKeys.length + 1 - ki, max: board.maxParticipants });
   }
-  if (fuse.length === 0) return { boardKeys: [] };
-  return { boardKeys, fuse };
+  if (fuse.length === 0) return { boardKeys: [], owners };
+  return { boardKeys, fuse, owners };
+}
+
+/** On a Cluster, each fusable board's slot and whether the op's master served it (fuseBoards). */
+type BoardOwners = Array<[slot: number, here: boolean]>;
+
+/** Whether the client's slot table still says what `owners` were worked out from, for ops of `node`. */
+function ownersHold(deps: Deps, owners: BoardOwners, node: string | undefined): boolean {
+  if (!isCluster(deps.redis)) return true;
+  const slots = deps.redis.slots;
+  for (const [slot, here] of owners) if ((slots[slot]?.[0] === node) !== here) return false;
+  return true;
 }
 
 /** The moves the user script applied (by board id); a board it left (err GROUP) is not among them. */
@@ -326,14 +360,26 @@ interface DayShare {
   context: string;
   /** `context` before encoding (the evaluation in this process reads it: src/services/evaluated-op.ts). */
   contextObject: UserScriptContext;
+  /** On a Cluster, where the fusable boards' slots were when the share was made (fuseBoards). */
+  owners?: BoardOwners;
 }
 
-function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): DayShare {
+/**
+ * What an op's day share is for besides its plan: its local date, its boosts, and on a Cluster the
+ * master it goes to (attemptOf's `node`).
+ */
+interface ShareOf {
+  date: string;
+  boosts: BoostInput;
+  node: string | undefined;
+}
+
+function dayShare(deps: Deps, p: PreparedOp, { date, boosts, node }: ShareOf): DayShare {
   const { op, snap, plan, now, allKeys } = p;
   const boards = boardsFor(snap, plan, op, now, date);
-  // On a single Redis the user script also moves the user on boards without breakdowns.
-  // Simulations (deps.rankings === false) keep per-user board values but move no ranking.
-  const fused = deps.rankings === false ? { boardKeys: [] } : fuseBoards(deps, boards, allKeys.length);
+  // The user script also moves the user on boards without breakdowns (fuseBoards). Simulations
+  // (deps.rankings === false) keep per-user board values but move no ranking.
+  const fused = deps.rankings === false ? { boardKeys: [] } : fuseBoards(deps, boards, allKeys.length, node);
   const contextObject: UserScriptContext = { boosts, boards, fuse: fused.fuse };
   return {
     periodIdx: periodIndex(plan.streak.freq, date),
@@ -343,6 +389,7 @@ function dayShare(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): 
     // string by the script; stringified once per share (dayShareOf).
     context: JSON.stringify(contextObject),
     contextObject,
+    owners: fused.owners,
   };
 }
 
@@ -352,14 +399,17 @@ const HALF_DAY_MS = 43_200_000;
 const dayShares = new WeakMap<Deps, WeakMap<PreparedOp['compiled'], Map<string, DayShare>>>();
 
 /**
- * The op's day share, kept by op kind, local date and half UTC day: what a share depends on besides
- * its plan, date and boosts is the instant only through a board's status and its run's finalisation
- * (boardsFor), which change at 00:00 or 12:00 UTC (src/engine/leaderboard-status.ts,
- * src/engine/runs.ts runFinalizationMs), so every instant of one half day gives the same share. Boosts
- * are one object per plan and date unless a boost is personal (boostsFor): a share with other boosts
- * is computed again.
+ * The op's day share, kept by op kind, local date, half UTC day and (on a Cluster) the master the op
+ * goes to: what a share depends on besides its plan, date and boosts is the instant only through a
+ * board's status and its run's finalisation (boardsFor), which change at 00:00 or 12:00 UTC
+ * (src/engine/leaderboard-status.ts, src/engine/runs.ts runFinalizationMs), so every instant of one
+ * half day gives the same share; and the boards it fuses (fuseBoards). Boosts are one object per plan
+ * and date unless a boost is personal (boostsFor): a share with other boosts is computed again. A
+ * Cluster's share also depends on which master serves its boards' slots: it is computed again when
+ * the client's slot table no longer says what it was made from (a slot moved).
  */
-function dayShareOf(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput): DayShare {
+function dayShareOf(deps: Deps, p: PreparedOp, of: ShareOf): DayShare {
+  const { date, boosts, node } = of;
   let perDeps = dayShares.get(deps);
   if (!perDeps) {
     perDeps = new WeakMap();
@@ -370,24 +420,34 @@ function dayShareOf(deps: Deps, p: PreparedOp, date: string, boosts: BoostInput)
     perPlan = new Map();
     perDeps.set(p.compiled, perPlan);
   }
-  const key = `${p.op.kind}|${date}|${Math.floor(p.now / HALF_DAY_MS)}`;
+  const key = `${p.op.kind}|${date}|${Math.floor(p.now / HALF_DAY_MS)}|${node ?? '-'}`;
   let share = perPlan.get(key);
-  if (share === undefined || share.boosts !== boosts) {
-    share = dayShare(deps, p, date, boosts);
+  if (
+    share === undefined ||
+    share.boosts !== boosts ||
+    (share.owners !== undefined && !ownersHold(deps, share.owners, node))
+  ) {
+    share = dayShare(deps, p, of);
     if (perPlan.size >= 256) perPlan.clear();
     perPlan.set(key, share);
   }
   return share;
 }
 
-/** One attempt's script call: its keys and input for the zone the op assumes now. */
-function attemptOf(deps: Deps, p: PreparedOp) {
+/**
+ * One attempt's script call: its keys and input for the zone the op assumes now. `node`: on a Redis
+ * Cluster the master the op's call goes to ("host:port", as the client's slot table says; undefined
+ * when it does not say, or with `fuse` false: a call routed by the op's keys alone), '' on a single
+ * Redis.
+ */
+function attemptOf(deps: Deps, p: PreparedOp, fuse = true) {
   const { op, now, allKeys, olderIdemKeys, eventId, tz, prevTz } = p;
   const date = localDate(op.kind === 'grant' ? op.at : now, tz);
   // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
   // otherwise).
   const boosts = boostsFor(p.snap, p.plan, op.user.id, date);
-  const share = dayShareOf(deps, p, date, boosts);
+  const node = !isCluster(deps.redis) ? '' : fuse ? deps.redis.slots[slotOf(p.keys.outbox)]?.[0] : undefined;
+  const share = dayShareOf(deps, p, { date, boosts, node });
   const { periodIdx, context } = share;
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
   let skip: [number, number] | undefined;
@@ -430,6 +490,7 @@ function attemptOf(deps: Deps, p: PreparedOp) {
     noHistory: deps.history === false ? true : undefined,
   };
   return {
+    node,
     nKeys,
     boardKeys: share.boardKeys,
     input: JSON.stringify(input),
@@ -659,12 +720,10 @@ const gatheredOps = new WeakMap<Deps['redis'], Map<string, PerTurn<PreparedOp['c
  *   (roundOf), so the board moves that follow gather again, one call per board.
  */
 function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
-  let node = '';
-  if (isCluster(deps.redis)) {
-    const owner = deps.redis.slots[slotOf(p.keys.outbox)]?.[0];
-    if (owner === undefined) return callOne(deps, p, a);
-    node = owner;
-  }
+  // On a Cluster, an op whose master the client does not know goes alone, routed by its keys (its
+  // attempt fuses no board).
+  const node = a.node;
+  if (node === undefined) return callOne(deps, p, a);
   let byNode = gatheredOps.get(deps.redis);
   if (!byNode) {
     byNode = new Map();
@@ -717,14 +776,16 @@ function sendGathered(ops: GatheredOp[]): void {
   const { deps } = first;
   const joined = roundOf(deps);
   const handOut = joined ?? ((f: () => void) => f());
-  if (ops.length === 1) {
+  const cluster = joined !== null;
+  // A lone op goes alone, but on a Cluster one with fused boards: their keys are in other slots of
+  // its master, which only a "__multi_node" call reaches.
+  if (ops.length === 1 && !(cluster && first.a.boardKeys.length)) {
     callOne(deps, first.p, first.a).then(
       (reply) => handOut(() => first.resolve(reply)),
       (err) => handOut(() => first.reject(err)),
     );
     return;
   }
-  const cluster = joined !== null;
   const pairs = ops.map((o): [PreparedOp, Attempt] => [o.p, o.a]);
   const { keys, list, order } = multiArgs(pairs);
   // The replies come in the call's order (ops grouped by context).
@@ -733,9 +794,11 @@ function sendGathered(ops: GatheredOp[]): void {
     if (!cluster) return op;
     const w: Waiting<string> = { resolve: op.resolve, reject: op.reject };
     // Set as a member, not in the literal: the function stays anonymous (no keepNames call).
+    // Sent again alone, routed by its keys, without fused boards (its boards' moves follow as calls of
+    // their own).
     w.reject = (err) =>
       NOT_LOCAL.test(String((err as Error)?.message))
-        ? callOne(deps, op.p, op.a).then(op.resolve, op.reject)
+        ? callOne(deps, op.p, attemptOf(deps, op.p, false)).then(op.resolve, op.reject)
         : op.reject(err);
     return w;
   });

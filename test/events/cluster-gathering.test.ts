@@ -1,3 +1,4 @@
+import calculateSlot from 'cluster-key-slot';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userMaster, userSlot, usersPerCall } from '../helpers/gathered';
@@ -30,9 +31,10 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const event = (user: string, value: number): UserOp => ({
+/** An event of `value` (of the suite's metric, or another). */
+const event = (user: string, value: number, metric = metricId): UserOp => ({
   kind: 'event',
-  metricId,
+  metricId: metric,
   user: { id: user },
   valueMicros: value * 1_000_000,
 });
@@ -142,16 +144,14 @@ describe('events gathered per master on a Redis Cluster', () => {
   }, 15_000);
 
   it('hands out the answers of one turn’s calls together, so their events’ board moves leave in one call per board', async () => {
-    // A metric of its own with a board: the tests above send no board moves.
-    const [{ id: boardMetric }] = (await adminCreate(t, '/metrics', [{ key: 'cg-b', name: 'B' }])) as [
-      { id: string },
-    ];
-    await adminCreate(t, '/leaderboards', [
-      { key: 'cg-board', name: 'Board', status: 'active', rankBy: 'metric', metricId: boardMetric },
-    ]);
-    await t.deps.catalog.reload();
+    const { boardMetric, boardMaster } = await boardOfItsOwn('cg-b', 'cg-board');
     const users = Array.from({ length: 15 }, (_, i) => `cg-r${i}`);
     expect(new Set(users.map(masterOf)).size).toBe(3);
+    // The users of the board's master have their moves made by the user script (fused); the others'
+    // leave in one updateBoard call.
+    const apart = users.filter((u) => masterOf(u) !== boardMaster);
+    expect(apart.length).toBeGreaterThan(1);
+    expect(apart.length).toBeLessThan(users.length);
     const moves = spyOwnCalls(t.deps.redis, 'updateBoard');
     let results: Awaited<ReturnType<typeof runUserOp>>[] = [];
     try {
@@ -168,12 +168,14 @@ describe('events gathered per master on a Redis Cluster', () => {
         );
       });
       expect(calls).toHaveLength(3);
-      // One call for the 15 moves (each master's answer arrives on its own; without rounds each
-      // answer's moves left in a call of their own).
+      // One call for the moves of the two other masters' users (each master's answer arrives on its
+      // own; without rounds each answer's moves left in a call of their own).
       const sent = moves.calls();
       expect(sent).toHaveLength(1);
-      // The key count, the keys, '' (several moves) and one packed argument per move.
-      expect(sent[0]!.length - 2 - Number(sent[0]![0])).toBe(15);
+      // The key count, the keys, '' (several moves) and one packed argument per move, each of a user
+      // apart (a packed move ends with its user's id).
+      const packed = sent[0]!.slice(2 + Number(sent[0]![0])).map(String);
+      expect(packed.map((m) => m.slice(m.lastIndexOf('|') + 1)).sort()).toEqual([...apart].sort());
     } finally {
       moves.restore();
     }
@@ -183,7 +185,94 @@ describe('events gathered per master on a Redis Cluster', () => {
     expect(board.status).toBe(200);
     expect(board.body.rankings.map((e: { userId: string }) => e.userId)).toEqual([...users].reverse());
   });
+
+  it('moves a user on a board whose slot its master serves in the user script, and on the others by calls of their own', async () => {
+    const { boardMetric, boardMaster } = await boardOfItsOwn('cg-f', 'cg-fboard');
+    const ids = Array.from({ length: 200 }, (_, i) => `cg-f${i}`);
+    const near = ids.find((u) => masterOf(u) === boardMaster)!;
+    const far = ids.find((u) => masterOf(u) !== boardMaster)!;
+    const moves = spyOwnCalls(t.deps.redis, 'updateBoard');
+    try {
+      // One at a time: a lone op with a fused board still goes in a "__multi_node" call.
+      const a = await runUserOp(t.deps, event(near, 5, boardMetric));
+      expect(moves.calls()).toHaveLength(0);
+      const b = await runUserOp(t.deps, event(far, 3, boardMetric));
+      expect(moves.calls()).toHaveLength(1);
+      expect(a.boardMoves?.map((m) => [m.value, m.rank])).toEqual([[5, 1]]);
+      expect(b.boardMoves?.map((m) => [m.value, m.rank])).toEqual([[3, 2]]);
+    } finally {
+      moves.restore();
+    }
+    const board = await getBoard(t, 'cg-fboard', { limit: 10 });
+    expect(board.body.rankings.map((e: { userId: string; value: number }) => [e.userId, e.value])).toEqual([
+      [near, 5],
+      [far, 3],
+    ]);
+  });
+
+  it('writes nothing of an op whose fused board’s slot is half moved, and applies it once the move is done', async () => {
+    const { boardId, boardMetric, boardMaster } = await boardOfItsOwn('cg-hm', 'cg-mboard');
+    const ids = Array.from({ length: 200 }, (_, i) => `cg-m${i}`);
+    const [u, v] = ids.filter((x) => masterOf(x) === boardMaster);
+    const send = (user: string, value: number) => runUserOp(t.deps, event(user, value, boardMetric));
+    await send(v!, 1);
+    // Mid-move: the board's slot is migrating to another master and its version key has gone ahead.
+    // The user script writes u's hash before it moves u on the board: the op must be refused before
+    // that (its check of the board's keys), not fail halfway, then go again alone without the board,
+    // whose move follows as a call of its own (ASK takes it to the key's new master).
+    const bk = t.deps.keys.board(boardId);
+    const slot = calculateSlot(bk.version);
+    const to = mastersOf().find((n) => n !== boardMaster)!;
+    const { finish } = await startMove(slot, boardMaster, to, [bk.version]);
+    const moves = spyOwnCalls(t.deps.redis, 'updateBoard');
+    let r: Awaited<ReturnType<typeof runUserOp>>;
+    try {
+      const done = (async () => {
+        await new Promise((res) => setTimeout(res, 300));
+        await finish();
+      })();
+      r = await send(u!, 2);
+      await done;
+      expect(moves.calls().length).toBeGreaterThan(0);
+    } finally {
+      moves.restore();
+    }
+    // u's event counted once, and its move was made once.
+    expect([r.totalMicros, r.seq]).toEqual([2_000_000, 1]);
+    // u was not on the board before: nothing of the refused attempt's move was left there.
+    expect(r.boardMoves?.map((m) => [m.prevRank, m.prevValue, m.value, m.rank])).toEqual([
+      [null, null, 2, 1],
+    ]);
+    expect(await t.deps.redis.hget(t.deps.keys.user(u!).hash, 'seq')).toBe('1');
+    expect(await nodeClient(boardMaster).cluster('COUNTKEYSINSLOT', slot)).toBe(0);
+    const board = await getBoard(t, 'cg-mboard', { limit: 10 });
+    expect(board.body.rankings.map((e: { userId: string; value: number }) => [e.userId, e.value])).toEqual([
+      [u, 2],
+      [v, 1],
+    ]);
+    // The op's user is on the board's old master: its next event fuses no board there any more.
+    const moved = spyOwnCalls(t.deps.redis, 'updateBoard');
+    try {
+      await send(u!, 1);
+      expect(moved.calls()).toHaveLength(1);
+    } finally {
+      moved.restore();
+    }
+  });
 });
+
+/** A metric of its own with a perpetual board ranked by it: its ids and the master of the board's slot. */
+async function boardOfItsOwn(metricKey: string, boardKey: string) {
+  const [{ id: boardMetric }] = (await adminCreate(t, '/metrics', [{ key: metricKey, name: metricKey }])) as [
+    { id: string },
+  ];
+  const [{ id: boardId }] = (await adminCreate(t, '/leaderboards', [
+    { key: boardKey, name: boardKey, status: 'active', rankBy: 'metric', metricId: boardMetric },
+  ])) as [{ id: string }];
+  await t.deps.catalog.reload();
+  const boardMaster = (t.deps.redis as Cluster).slots[calculateSlot(t.deps.keys.board(boardId).version)]![0]!;
+  return { boardId, boardMetric, boardMaster };
+}
 
 /** Plain clients of the Cluster's masters by "host:port", for moving slots. */
 const nodeClients = new Map<string, Redis>();

@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userPart } from '../helpers/user-hash';
 import { isCluster } from '../../src/redis/client';
@@ -7,8 +9,9 @@ import { adminCreate, createTestServer, type TestServer } from '../helpers/serve
 import { spyOwnCalls } from '../helpers/spy';
 import { createBoard, send, standings } from '../helpers/leaderboards';
 
-// On a single Redis the user script also moves the user on boards without breakdowns (lua/applyUserOp.lua,
-// input.fuse); boards with breakdowns, streak boards and every board on Cluster get their own call of
+// The user script also moves the user on boards without breakdowns (lua/applyUserOp.lua, input.fuse):
+// on a single Redis on every such board, on a Cluster on those whose slot the user's master serves too;
+// boards with breakdowns, streak boards and the other boards on a Cluster get their own call of
 // lua/updateBoard.lua. Both paths must give the same rankings and response entries; the history writer
 // knows the script's moves from their record (board.ap), and the API's from the boards' member entries
 // (which hold the seq of the op that last moved the user there).
@@ -38,6 +41,18 @@ const boardOf = (key: unknown) => /\{lb:([^}]+)\}/.exec(String(key))?.[1];
 /** The ids of the boards ranking metric m, in configuration order. */
 const metricBoards = () =>
   t.deps.catalog.snapshot.leaderboards.filter((b) => b.metricId === m.id).map((b) => b.id);
+/** On a Cluster, the master that serves a key's slot. */
+const masterOf = (key: string) => (t.deps.redis as Cluster).slots[calculateSlot(key)]?.[0];
+/**
+ * Whether the user script moves `user` on board `id` (src/services/user-op.ts fuseBoards): a board
+ * without breakdowns (the boards here are ranked by metric m), on a single Redis always, on a Cluster
+ * when one master serves the user's slot and the board's.
+ */
+const fusedFor = (user: string, id: string) =>
+  id !== byCity.id &&
+  (!cluster() || masterOf(t.deps.keys.user(user).hash) === masterOf(t.deps.keys.board(id).version));
+/** The boards of metric m whose moves of `user` take a call of their own, in configuration order. */
+const ownCalls = (user: string) => metricBoards().filter((id) => !fusedFor(user, id));
 
 describe('board moves inside the user script', () => {
   it('moves a user on a plain board in the user script, and on a breakdown board with its own call', async () => {
@@ -45,7 +60,7 @@ describe('board moves inside the user script', () => {
     const calls = () => boardCalls.calls().length;
     try {
       const body = await send(t, m.key, { id: 'fz-a', attributes: { 'fz-city': 'paris' } }, 5);
-      expect(calls()).toBe(cluster() ? 2 : 1);
+      expect(calls()).toBe(ownCalls('fz-a').length);
       expect(body.leaderboards['fz-plain']).toMatchObject({ previousRank: null, rank: 1, threshold: 0 });
       expect(body.leaderboards['fz-city']).toMatchObject({ previousRank: null, rank: 1 });
       // Configuration order in the response, whichever path moved the board.
@@ -76,7 +91,9 @@ describe('board moves inside the user script', () => {
   });
 
   it('reads a full ranking again in each call, whatever was written to it in between', async () => {
-    if (cluster()) return; // no fused moves on a Cluster
+    // On a single Redis, where every user's move on the board is the user script's (on a Cluster only
+    // some users' are, and the board's own calls are covered by test/lua/board.test.ts).
+    if (cluster()) return;
     const b = await createBoard(t, { key: 'fz-edge', rankBy: 'metric', metricId: m.id, maxParticipants: 2 });
     await send(t, m.key, 'fz-e1', 10);
     await send(t, m.key, 'fz-e2', 9);
@@ -124,9 +141,11 @@ describe('board moves inside the user script', () => {
         .calls()
         .filter((args) => args.slice(1).includes('fz-d'))
         .map((args) => boardOf(args[0]));
-      // Only the breakdown board's member entry (its move was the API's own call) is looked up; on
-      // Cluster every board's is. Every move was made, so nothing is applied again.
-      expect(looked).toEqual(cluster() ? metricBoards() : [byCity.id]);
+      // Only the member entries of the boards whose moves were the API's own calls are looked up (the
+      // breakdown board's; on a Cluster also those on another master than fz-d's). Every move was
+      // made, so nothing is applied again.
+      expect(looked).toEqual(ownCalls('fz-d'));
+      expect(looked).toContain(byCity.id);
       expect(repairs.calls()).toEqual([]);
     } finally {
       lookups.restore();
@@ -144,12 +163,15 @@ describe('board moves inside the user script', () => {
     try {
       while ((await writer.drainOnce()) > 0) {}
       const mine = lookups.calls().filter((args) => users.some((u) => args.slice(1).includes(u)));
-      // One call per board looked up (the breakdown board; on Cluster every board of the metric), each
-      // for the four users; no lookup of one user alone.
-      expect(mine.map((args) => boardOf(args[0])).sort()).toEqual(
-        (cluster() ? metricBoards() : [byCity.id]).sort(),
+      // One call per board looked up (the breakdown board; on a Cluster also the others, for the users
+      // on another master than theirs), each for all its users at once; no lookup of one user alone.
+      const expected = new Map<string, string[]>();
+      for (const u of users) for (const id of ownCalls(u)) expected.set(id, [...(expected.get(id) ?? []), u]);
+      expect(expected.get(byCity.id)).toEqual(users);
+      expect(new Map(mine.map((args) => [boardOf(args[0])!, args.slice(1).map(String).sort()]))).toEqual(
+        expected,
       );
-      for (const args of mine) expect(args.slice(1).sort()).toEqual(users);
+      expect(mine).toHaveLength(expected.size);
       expect(single.calls().filter((args) => users.includes(String(args[1])))).toEqual([]);
     } finally {
       lookups.restore();
@@ -158,7 +180,9 @@ describe('board moves inside the user script', () => {
   });
 
   it('never ranks twice a user its op creates who already has an entry on the run', async () => {
-    if (cluster()) return; // no fused moves on a Cluster
+    // On a single Redis, where the user script makes every move on this board (on a Cluster only for
+    // users on the board's master).
+    if (cluster()) return;
     // A user the op creates has no entry on the board's run, so the user script writes the entry first
     // and reads it only if one was there after all (lib/board.lua A[10]). Here one is: the user's hash
     // is removed after a first event (as if lost), so the second event creates the user again, with
