@@ -288,9 +288,13 @@ describe('bench CPU probes', () => {
       await db`select 1`;
       const mine = new PostgresCpu([database]);
       const other = new PostgresCpu(['laurel_no_such_database']);
-      const [m0, o0] = [await mine.sample(), await other.sample()];
+      // The other tracker's window holds this one's (sampled before it and after it): other tests'
+      // backends run meanwhile, and what they use between two samples counts in both or in the wider.
+      const o0 = await other.sample();
+      const m0 = await mine.sample();
       await db`select count(*) from generate_series(1, 3000000)`;
-      const [m1, o1] = [await mine.sample(), await other.sample()];
+      const m1 = await mine.sample();
+      const o1 = await other.sample();
       const busy = m1!.own - m0!.own;
       // The query ran in a backend of `database`: its own share; the other tracker sees it only in all.
       expect(busy).toBeGreaterThan(0);
