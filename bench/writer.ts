@@ -33,7 +33,7 @@ import { createLogger } from '../src/logger';
 import { startWorkers } from '../src/workers';
 import { cpuSeconds, PostgresCpu, workerNodeOptions } from './lib/processes';
 import { startRedisCluster } from '../test/helpers/redis-cluster';
-import { connectCluster, deletePrefix, type Nodes, waitForOutboxDrain } from './lib/redis-stats';
+import { connectCluster, deletePrefix, type Nodes, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
 
@@ -228,6 +228,7 @@ async function main(): Promise<void> {
     await pgCpu.sample();
     const stats0 = await pgStats();
     const cpu0 = (await cpuSeconds(proc.pid))!;
+    const redis0 = await redisCpuSeconds(dataNodes);
     const t0 = Date.now();
     proc.send('go');
     if (opts.rate > 0) {
@@ -236,6 +237,7 @@ async function main(): Promise<void> {
     }
     const drain = await waitForOutboxDrain(dataNodes, prefix, 600_000);
     const cpu1 = (await cpuSeconds(proc.pid))!;
+    const redis1 = await redisCpuSeconds(dataNodes);
     const pg1 = (await pgCpu.sample())!;
     const stats1 = await pgStats();
     if (drain.left) throw new Error(`${drain.left} outbox entries left`);
@@ -248,6 +250,9 @@ async function main(): Promise<void> {
       workerUs: per(cpu1 - cpu0),
       postgresUs: per(pg1.own),
       postgresAllUs: per(pg1.all),
+      // Every Redis (or Cluster master) holding the data: the writer's share alone in the backlog mode;
+      // with --rate, the events' own scripts too.
+      redisUs: per(redis1 - redis0),
       transactions: stats1.xact - stats0.xact,
       rowsInsertedPerEvent: +((stats1.ins - stats0.ins) / n).toFixed(2),
       rowsUpdatedPerEvent: +((stats1.upd - stats0.upd) / n).toFixed(2),
@@ -256,7 +261,8 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(result));
     console.error(
       `history writer (${result.mode}, ${n} events, drained in ${result.drainS.toFixed(1)} s): ` +
-        `worker ${result.workerUs} µs + postgres ${result.postgresUs} µs per event ` +
+        `worker ${result.workerUs} µs + postgres ${result.postgresUs} µs per event, ` +
+        `Redis ${result.redisUs} µs (${opts.rate > 0 ? "the events' scripts included" : "the writer's share"}) ` +
         `(${result.transactions} transactions, ${result.rowsInsertedPerEvent} rows inserted and ` +
         `${result.rowsUpdatedPerEvent} updated per event)`,
     );

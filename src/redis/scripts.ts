@@ -12,6 +12,7 @@ const LUA_DIR = fileURLToPath(new URL('../../lua', import.meta.url));
  * the key count first; ioredis sends EVALSHA and falls back to EVAL after a script flush.
  */
 export const SCRIPT_NAMES = [
+  'ackOutboxes',
   'ackStream',
   'ackWithGlobals',
   'applyUserOp',
@@ -44,6 +45,8 @@ type ClaimedBatch = [owner: number, done: string, items: string, mk: string];
 
 declare module 'ioredis' {
   interface RedisCommander<Context extends ClientContext> {
+    /** lua/ackOutboxes.lua: the streams it could not acknowledge and their errors, flat. */
+    ackOutboxes(numKeys: number, ...keysAndArgs: string[]): Result<string[], Context>;
     ackStream(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     ackWithGlobals(numKeys: number, ...keysAndArgs: string[]): Result<number, Context>;
     /** One op: its reply; "__multi": one reply per op (src/redis/user-script.ts oneReply / replyList). */
@@ -111,9 +114,15 @@ export function luaFiles(): string[] {
  * (lua/applyUserOp.lua's decoded plans) outlives the call. The file ends with `return run(KEYS, ARGV)`
  * (so it still runs as a plain script in tests), which the library replaces with the registration of
  * its `served` function (run, with what only the Functions engine's Lua state should have).
- * lua/readOutboxes.lua is one for its allow-cross-slot-keys flag, which only a Function can have.
+ * lua/readOutboxes.lua and lua/ackOutboxes.lua are for their allow-cross-slot-keys flag, which only a
+ * Function can have.
  */
-const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set(['applyUserOp', 'commitUserOp', 'readOutboxes']);
+const FUNCTION_SCRIPTS: ReadonlySet<ScriptName> = new Set([
+  'ackOutboxes',
+  'applyUserOp',
+  'commitUserOp',
+  'readOutboxes',
+]);
 
 const RUN_LINE = /^return run\(KEYS, ARGV\)\s*$/m;
 

@@ -12,6 +12,8 @@ import type { Deps } from '../deps';
 import { expiryOf } from '../rebuild/record';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import { isCluster } from '../redis/client';
+import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
 import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 
 /** The first 7 keys of lib/globals.lua (the points totals of each system follow them). */
@@ -202,7 +204,7 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
       pipe.updateGlobals(keys.length, ...keys, ...args);
     }
     if (any) await execValues(pipe);
-    await ack(deps, entries, group);
+    await ack(deps.redis, entries, group);
     return;
   }
   for (let i = 0; i < entries.length; i += CHUNK) {
@@ -217,14 +219,62 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
   }
 }
 
-/** Acknowledges and deletes entries, one pipeline over their streams. */
-async function ack(deps: Deps, entries: OutboxEntry[], group: string): Promise<void> {
-  const done = crossSlotPipeline(deps.redis);
-  for (const [stream, ids] of idsByStream(entries)) {
-    done.xack(stream, group, ...ids);
-    done.xdel(stream, ...ids);
+/** At most this many entry ids per lua/ackOutboxes.lua call, so one call never holds Redis for long. */
+const ACK_IDS_PER_CALL = 512;
+
+/** Slots by outbox stream (a Cluster has one stream per user shard). */
+const streamSlots = new Map<string, number>();
+function slotOfStream(stream: string): number {
+  let slot = streamSlots.get(stream);
+  if (slot === undefined) {
+    if (streamSlots.size >= 16_384) streamSlots.clear();
+    slot = calculateSlot(stream);
+    streamSlots.set(stream, slot);
   }
-  await execValues(done);
+  return slot;
+}
+
+/**
+ * On a Cluster, acknowledges written entries and removes every entry the group is done with, as a
+ * single Redis does (lib/streams.lua): one lua/ackOutboxes.lua call per master and at most
+ * ACK_IDS_PER_CALL ids, for the streams the client's slot table says it serves, instead of an XACK and
+ * an XDEL per stream. A stream the call could not acknowledge (its slot moved meanwhile) and one whose
+ * master the client does not know are acknowledged on their own (lua/ackStream.lua), routed by their key.
+ */
+async function ack(redis: Cluster, entries: OutboxEntry[], group: string): Promise<void> {
+  const slots = redis.slots;
+  const byNode = new Map<string, Array<[string, string[]]>>();
+  const alone: Array<[string, string[]]> = [];
+  for (const pair of idsByStream(entries)) {
+    const owner = slots[slotOfStream(pair[0])]?.[0];
+    const list = owner === undefined ? alone : byNode.get(owner);
+    if (list) list.push(pair);
+    else byNode.set(owner!, [pair]);
+  }
+  const calls: Array<Promise<unknown>> = [];
+  const failed = new Set<string>();
+  for (const list of byNode.values()) {
+    let args: string[] = [];
+    let ids = 0;
+    const send = () => {
+      calls.push(
+        redis.ackOutboxes(1, args[0]!, group, ...args).then((refused) => {
+          for (let k = 0; k < refused.length; k += 2) failed.add(refused[k]!);
+        }),
+      );
+      args = [];
+      ids = 0;
+    };
+    for (const [stream, streamIds] of list) {
+      args.push(stream, String(streamIds.length), ...streamIds);
+      ids += streamIds.length;
+      if (ids >= ACK_IDS_PER_CALL) send();
+    }
+    if (args.length) send();
+  }
+  await Promise.all(calls);
+  for (const list of byNode.values()) for (const pair of list) if (failed.has(pair[0])) alone.push(pair);
+  await Promise.all(alone.map(([stream, ids]) => redis.ackStream(1, stream, group, ...ids)));
 }
 
 /** The entries' ids by outbox stream, in their order. */
