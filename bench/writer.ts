@@ -33,7 +33,13 @@ import { createLogger } from '../src/logger';
 import { startWorkers } from '../src/workers';
 import { cpuSeconds, PostgresCpu, workerNodeOptions } from './lib/processes';
 import { startRedisCluster } from '../test/helpers/redis-cluster';
-import { connectCluster, deletePrefix, type Nodes, redisCpuSeconds, waitForOutboxDrain } from './lib/redis-stats';
+import {
+  connectCluster,
+  deletePrefix,
+  type Nodes,
+  redisCpuSeconds,
+  waitForOutboxDrain,
+} from './lib/redis-stats';
 import { seededInProcess } from './lib/in-process';
 import { userId, ZONES } from './lib/seed';
 
