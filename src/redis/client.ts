@@ -1,10 +1,28 @@
 import type { Socket } from 'node:net';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 
 export type RedisClient = Redis | Cluster;
 
 /** True for a Redis Cluster client: keys in different slots cannot share a script or a pipeline. */
 export const isCluster = (client: RedisClient): client is Cluster => client instanceof Cluster;
+
+/** Slots by outbox stream, computed once each (at most one stream per user shard: USER_SHARDS ≤ 16,384). */
+const outboxSlots = new Map<string, number>();
+
+/**
+ * The slot of a user shard's outbox stream, which is every key of the shard's users' slot (the shard's
+ * hash tag): where a Cluster's user ops and the writer's acknowledgements of the shard go.
+ */
+export function outboxSlot(outbox: string): number {
+  let slot = outboxSlots.get(outbox);
+  if (slot === undefined) {
+    if (outboxSlots.size >= 16_384) outboxSlots.clear();
+    slot = calculateSlot(outbox);
+    outboxSlots.set(outbox, slot);
+  }
+  return slot;
+}
 
 export interface RedisOptions {
   url: string;

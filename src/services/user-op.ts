@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import type { Snapshot } from '../catalog/snapshot';
 import type { Deps } from '../deps';
-import { isCluster } from '../redis/client';
+import { isCluster, outboxSlot } from '../redis/client';
 import type { UserKeys } from '../redis/keys';
 import { MAX_OPS_PER_CALL, PerTurn, Rounds, settleReplies, type Waiting } from '../redis/per-turn';
 import { decodeCompletion } from '../redis/user-hash';
@@ -446,7 +446,7 @@ function attemptOf(deps: Deps, p: PreparedOp, fuse = true) {
   // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
   // otherwise).
   const boosts = boostsFor(p.snap, p.plan, op.user.id, date);
-  const node = !isCluster(deps.redis) ? '' : fuse ? deps.redis.slots[slotOf(p.keys.outbox)]?.[0] : undefined;
+  const node = !isCluster(deps.redis) ? '' : fuse ? deps.redis.slots[outboxSlot(p.keys.outbox)]?.[0] : undefined;
   const share = dayShareOf(deps, p, { date, boosts, node });
   const { periodIdx, context } = share;
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
@@ -736,18 +736,6 @@ function gathered(deps: Deps, p: PreparedOp, a: Attempt): Promise<string> {
   }
   const perTurn = turn;
   return new Promise((resolve, reject) => perTurn.add(p.compiled, { p, a, deps, resolve, reject }));
-}
-
-/** Slots by a user shard's outbox key (the shard's hash tag: every key of its users is in its slot). */
-const shardSlots = new Map<string, number>();
-function slotOf(outbox: string): number {
-  let slot = shardSlots.get(outbox);
-  if (slot === undefined) {
-    if (shardSlots.size >= 4096) shardSlots.clear();
-    slot = calculateSlot(outbox);
-    shardSlots.set(outbox, slot);
-  }
-  return slot;
 }
 
 /** Redis's refusal of a key the master running a script does not serve (lua/applyUserOp.lua "__multi_node"). */

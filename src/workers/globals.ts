@@ -11,8 +11,7 @@
 import type { Deps } from '../deps';
 import { expiryOf } from '../rebuild/record';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { isCluster } from '../redis/client';
-import calculateSlot from 'cluster-key-slot';
+import { isCluster, outboxSlot } from '../redis/client';
 import type { Cluster } from 'ioredis';
 import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 
@@ -222,18 +221,6 @@ export async function ackWithGlobals(deps: Deps, entries: OutboxEntry[], group: 
 /** At most this many entry ids per lua/ackOutboxes.lua call, so one call never holds Redis for long. */
 const ACK_IDS_PER_CALL = 512;
 
-/** Slots by outbox stream (a Cluster has one stream per user shard). */
-const streamSlots = new Map<string, number>();
-function slotOfStream(stream: string): number {
-  let slot = streamSlots.get(stream);
-  if (slot === undefined) {
-    if (streamSlots.size >= 16_384) streamSlots.clear();
-    slot = calculateSlot(stream);
-    streamSlots.set(stream, slot);
-  }
-  return slot;
-}
-
 /**
  * On a Cluster, acknowledges written entries and removes every entry the group is done with, as a
  * single Redis does (lib/streams.lua): one lua/ackOutboxes.lua call per master and at most
@@ -246,7 +233,7 @@ async function ack(redis: Cluster, entries: OutboxEntry[], group: string): Promi
   const byNode = new Map<string, Array<[string, string[]]>>();
   const alone: Array<[string, string[]]> = [];
   for (const pair of idsByStream(entries)) {
-    const owner = slots[slotOfStream(pair[0])]?.[0];
+    const owner = slots[outboxSlot(pair[0])]?.[0];
     const list = owner === undefined ? alone : byNode.get(owner);
     if (list) list.push(pair);
     else byNode.set(owner!, [pair]);
