@@ -446,7 +446,11 @@ function attemptOf(deps: Deps, p: PreparedOp, fuse = true) {
   // Personal boosts make the context the user's own (boostsFor answers one object per plan and date
   // otherwise).
   const boosts = boostsFor(p.snap, p.plan, op.user.id, date);
-  const node = !isCluster(deps.redis) ? '' : fuse ? deps.redis.slots[outboxSlot(p.keys.outbox)]?.[0] : undefined;
+  const node = !isCluster(deps.redis)
+    ? ''
+    : fuse
+      ? deps.redis.slots[outboxSlot(p.keys.outbox)]?.[0]
+      : undefined;
   const share = dayShareOf(deps, p, { date, boosts, node });
   const { periodIdx, context } = share;
   // Local dates skipped entirely by a change of zone to the east (semantics §4.7).
