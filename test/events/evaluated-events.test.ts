@@ -55,6 +55,8 @@ describe('events evaluated in the API and events applied by the user script', ()
     if (isCluster(evaluated.deps.redis)) return; // a Cluster's events all run in the user script
     const commits = spyOwnCalls(evaluated.deps.redis, 'commitUserOp');
     let run = 0;
+    // Events sent with a key not used before (a replay commits nothing).
+    let fresh = 0;
     try {
       await fc.assert(
         fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 30 }), async (ops) => {
@@ -65,7 +67,9 @@ describe('events evaluated in the API and events applied by the user script', ()
             const id = `ee${run}-${op.user}`;
             const user: Record<string, unknown> = { id, tz: EVENT_ZONES[op.user % EVENT_ZONES.length] };
             if (op.region) user.attributes = { region: op.region };
-            const key = op.reuse && n > 0 ? `k${n - 1}` : `k${n++}`;
+            const replay = op.reuse && n > 0;
+            if (!replay) fresh++;
+            const key = replay ? `k${n - 1}` : `k${n++}`;
             const send = (t: TestServer) =>
               t.api(
                 'POST',
@@ -81,8 +85,10 @@ describe('events evaluated in the API and events applied by the user script', ()
         }),
         { numRuns: 8 },
       );
-      // Most events took the evaluated path: a read and a commit each.
-      expect(commits.calls().filter((c) => c[1 + Number(c[0])] === 'commitMany').length).toBeGreaterThan(50);
+      // Most events took the evaluated path: a read and a commit each (the arrays are random: a fixed
+      // count, more than 50, failed once when they came out short).
+      const committed = commits.calls().filter((c) => c[1 + Number(c[0])] === 'commitMany').length;
+      expect(committed).toBeGreaterThan(fresh * 0.8);
     } finally {
       commits.restore();
     }
