@@ -24,6 +24,28 @@ export function outboxSlot(outbox: string): number {
   return slot;
 }
 
+/**
+ * Items of outbox streams by the master the client's slot table says serves each stream ("host:port"),
+ * and apart those whose master it does not know (to be sent on their own, routed by their key): what
+ * one call per master can carry (lua/readOutboxes.lua, lua/ackOutboxes.lua).
+ */
+export function byOutboxMaster<T>(
+  redis: Cluster,
+  items: Iterable<T>,
+  streamOf: (item: T) => string,
+): { byNode: Map<string, T[]>; alone: T[] } {
+  const slots = redis.slots;
+  const byNode = new Map<string, T[]>();
+  const alone: T[] = [];
+  for (const item of items) {
+    const owner = slots[outboxSlot(streamOf(item))]?.[0];
+    const list = owner === undefined ? alone : byNode.get(owner);
+    if (list) list.push(item);
+    else byNode.set(owner!, [item]);
+  }
+  return { byNode, alone };
+}
+
 export interface RedisOptions {
   url: string;
   clusterNodes?: string | undefined;

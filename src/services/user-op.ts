@@ -183,18 +183,6 @@ function luaUser(u: UserInput) {
   };
 }
 
-/** Slots by board id (every key of a board shares its hash tag: its version key's slot). */
-const boardSlots = new Map<string, number>();
-function boardSlot(deps: Deps, boardId: string): number {
-  let slot = boardSlots.get(boardId);
-  if (slot === undefined) {
-    if (boardSlots.size >= 4096) boardSlots.clear();
-    slot = calculateSlot(deps.keys.board(boardId).version);
-    boardSlots.set(boardId, slot);
-  }
-  return slot;
-}
-
 /**
  * The user script also applies the moves on boards without breakdowns (their group is known before
  * the op) that are not streak boards (their expiry needs the op's outcome and time-zone rules): one
@@ -220,7 +208,8 @@ function fuseBoards(
     const board = snap.leaderboardsById.get(u.id);
     if (!board || board.rankBy === 'streak' || board.breakdownAttributes.length) continue;
     if (slots && owners) {
-      const slot = boardSlot(deps, board.id);
+      // Every key of a board shares its hash tag. Computed only when a day share is made (dayShareOf).
+      const slot = calculateSlot(deps.keys.board(board.id).version);
       const here = slots[slot]?.[0] === node;
       owners.push([slot, here]);
       if (!here) continue;

@@ -11,7 +11,7 @@
 import type { Deps } from '../deps';
 import { expiryOf } from '../rebuild/record';
 import { crossSlotPipeline, execValues } from '../redis/batch';
-import { isCluster, outboxSlot } from '../redis/client';
+import { byOutboxMaster, isCluster } from '../redis/client';
 import type { Cluster } from 'ioredis';
 import type { OutboxEntry, OutboxRecord } from '../redis/user-script';
 
@@ -229,15 +229,7 @@ const ACK_IDS_PER_CALL = 512;
  * master the client does not know are acknowledged on their own (lua/ackStream.lua), routed by their key.
  */
 async function ack(redis: Cluster, entries: OutboxEntry[], group: string): Promise<void> {
-  const slots = redis.slots;
-  const byNode = new Map<string, Array<[string, string[]]>>();
-  const alone: Array<[string, string[]]> = [];
-  for (const pair of idsByStream(entries)) {
-    const owner = slots[outboxSlot(pair[0])]?.[0];
-    const list = owner === undefined ? alone : byNode.get(owner);
-    if (list) list.push(pair);
-    else byNode.set(owner!, [pair]);
-  }
+  const { byNode, alone } = byOutboxMaster(redis, idsByStream(entries), ([stream]) => stream);
   const calls: Array<Promise<unknown>> = [];
   const failed = new Set<string>();
   for (const list of byNode.values()) {

@@ -1,13 +1,12 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import calculateSlot from 'cluster-key-slot';
 import { sql } from 'drizzle-orm';
 import { type BulkPart, bulkInsertAll, bulkPart } from '../db/bulk';
 import { isUniqueViolation } from '../admin/common';
 import type { Deps } from '../deps';
 import { crossSlotPipeline, execValues } from '../redis/batch';
 import type { Cluster } from 'ioredis';
-import { isCluster } from '../redis/client';
+import { byOutboxMaster, isCluster } from '../redis/client';
 import type { achievementCompletions, events, pointsAwards, streakPeriods } from '../db/schema';
 import { localDate, periodBounds } from '../engine/periods';
 import { applyBoardUpdates, unappliedBoardMoves } from '../services/leaderboards';
@@ -599,9 +598,6 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
    */
   private ownPending = false;
 
-  /** The slot of each outbox stream (Keys.outboxes), on a Cluster. */
-  private streamSlots: number[] | null = null;
-
   /**
    * On a Cluster, `count` entries of each outbox stream (new ones, or with `id` 0 this writer's own
    * pending ones): one lua/readOutboxes.lua call per master and group of its streams (at most maxRead
@@ -615,18 +611,7 @@ export class HistoryWriter extends worker<HistoryWriterOptions>({
     maxRead: number,
     id: '>' | '0',
   ): Promise<StreamReply[]> {
-    const streams = this.deps.keys.outboxes;
-    this.streamSlots ??= streams.map((key) => calculateSlot(key));
-    const slots = this.streamSlots;
-    const owners = redis.slots;
-    const byNode = new Map<string, string[]>();
-    const alone: string[] = [];
-    streams.forEach((key, i) => {
-      const owner = owners[slots[i]!]?.[0];
-      const list = owner === undefined ? alone : byNode.get(owner);
-      if (list) list.push(key);
-      else byNode.set(owner!, [key]);
-    });
+    const { byNode, alone } = byOutboxMaster(redis, this.deps.keys.outboxes, (key) => key);
     const size = Math.max(1, Math.floor(maxRead / count));
     const calls: Array<Promise<StreamReply>> = [];
     for (const list of byNode.values())
